@@ -1,0 +1,1 @@
+MEUCIQD5UBg/L+ihtP9hxHFzh5QVIfaSQ0iKs9ffuGVj5Q3acAIgIXgAD9c3DtptpyOqxuOkUtKBoPkhS9nFswun+7Vqn0k=

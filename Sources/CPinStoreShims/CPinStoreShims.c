@@ -1,0 +1,25 @@
+#include "CPinStoreShims.h"
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+
+void CPinStoreShims_OPENSSL_free(void *pointer) { OPENSSL_free(pointer); }
+
+long CPinStoreShims_BIO_get_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }
+
+STACK_OF(X509) *CPinStoreShims_sk_X509_new_null(void) { return sk_X509_new_null(); }
+int CPinStoreShims_sk_X509_push(STACK_OF(X509) *stack, X509 *certificate) { return sk_X509_push(stack, certificate); }
+int CPinStoreShims_sk_X509_num(const STACK_OF(X509) *stack) { return sk_X509_num(stack); }
+X509 *CPinStoreShims_sk_X509_value(const STACK_OF(X509) *stack, int index) { return sk_X509_value(stack, index); }
+void CPinStoreShims_sk_X509_pop_free(STACK_OF(X509) *stack) { sk_X509_pop_free(stack, X509_free); }
+void CPinStoreShims_sk_X509_free(STACK_OF(X509) *stack) { sk_X509_free(stack); }
+
+int CPinStoreShims_sk_GENERAL_NAME_num(const GENERAL_NAMES *names) { return sk_GENERAL_NAME_num(names); }
+GENERAL_NAME *CPinStoreShims_sk_GENERAL_NAME_value(const GENERAL_NAMES *names, int index) { return sk_GENERAL_NAME_value(names, index); }
+void CPinStoreShims_GENERAL_NAMES_free(GENERAL_NAMES *names) { GENERAL_NAMES_free(names); }
+
+int CPinStoreShims_ERR_GET_LIB(unsigned long error) { return ERR_GET_LIB(error); }
+int CPinStoreShims_ERR_GET_REASON(unsigned long error) { return ERR_GET_REASON(error); }
+
+EVP_PKEY *CPinStoreShims_EVP_PKEY_generate_ec(const char *curveName) { return EVP_PKEY_Q_keygen(NULL, NULL, "EC", curveName); }
+int CPinStoreShims_EVP_PKEY_PUBLIC_KEY(void) { return EVP_PKEY_PUBLIC_KEY; }
+unsigned long CPinStoreShims_XN_FLAG_RFC2253_UTF8(void) { return XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB; }

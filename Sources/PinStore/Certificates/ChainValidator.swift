@@ -1,0 +1,198 @@
+import Foundation
+internal import COpenSSL
+internal import CPinStoreShims
+
+/// The normal trust evaluation that pinning strengthens (and never replaces): build a chain
+/// from the presented certificates to a trust anchor, check every signature, validity dates,
+/// CA constraints, the TLS server purpose and the host name.
+///
+/// ```swift
+/// let validator = ChainValidator(trustRoots: .anchors([rootCA]))
+/// let chain = try validator.validate(chain: [leafDER, intermediateDER],
+///                                    hostname: "api.example.com")
+/// // chain: leaf ... anchor, as verified
+/// ```
+public struct ChainValidator: Sendable {
+    /// Where chains must lead.
+    public let trustRoots: TrustRoots
+
+    /// A validator against `trustRoots` (the system store by default).
+    public init(trustRoots: TrustRoots = .system) {
+        self.trustRoots = trustRoots
+    }
+
+    /// Validates the chain a server presented (DER, leaf first) for `hostname` at `time`.
+    ///
+    /// - Parameters:
+    ///   - chain: The certificates the server sent, leaf first.
+    ///   - hostname: The DNS name (wildcards in certificates are honoured, one label only) or
+    ///     IP address (v4 or v6, brackets allowed) the client connected to.
+    ///   - time: The time at which validity is judged.
+    /// - Returns: The validated chain from the leaf to the trust anchor.
+    /// - Throws: ``ChainValidationError`` saying why the chain is not trusted.
+    public func validate(chain: [Data], hostname: String, at time: Date = Date()) throws(ChainValidationError) -> [X509Certificate] {
+        guard !chain.isEmpty else {
+            throw ChainValidationError(.emptyChain, depth: 0, detail: "The server presented no certificate.")
+        }
+        guard let store = trustRoots.store.pointer else {
+            throw ChainValidationError(.other, depth: 0, detail: "The trust store could not be built: \(trustRoots.store.setupProblems.joined(separator: "; "))")
+        }
+        var handles: [X509Handle] = []
+        for (index, der) in chain.enumerated() {
+            do {
+                handles.append(try X509Handle(der: der))
+            } catch {
+                throw ChainValidationError(.malformedCertificate, depth: index, detail: error.reason)
+            }
+        }
+        guard let untrusted = CPinStoreShims_sk_X509_new_null() else {
+            throw ChainValidationError(.other, depth: 0, detail: "OpenSSL could not allocate a certificate stack.")
+        }
+        // The stack borrows the handles' certificates; the handles free them.
+        defer { CPinStoreShims_sk_X509_free(untrusted) }
+        for handle in handles.dropFirst() {
+            _ = CPinStoreShims_sk_X509_push(untrusted, handle.pointer)
+        }
+        guard let context = X509_STORE_CTX_new() else {
+            throw ChainValidationError(.other, depth: 0, detail: "OpenSSL could not allocate a verification context.")
+        }
+        defer { X509_STORE_CTX_free(context) }
+        guard X509_STORE_CTX_init(context, store, handles[0].pointer, untrusted) == 1 else {
+            throw ChainValidationError(.other, depth: 0, detail: "OpenSSL could not start verification: \(OpenSSLErrorQueue.drain().joined(separator: "; "))")
+        }
+        let parameters = X509_STORE_CTX_get0_param(context)
+        X509_VERIFY_PARAM_set_time(parameters, time_t(time.timeIntervalSince1970.rounded(.down)))
+        try Self.setHost(hostname, on: parameters)
+        _ = X509_STORE_CTX_set_purpose(context, X509_PURPOSE_SSL_SERVER)
+
+        guard X509_verify_cert(context) == 1 else {
+            let code = X509_STORE_CTX_get_error(context)
+            let depth = Int(X509_STORE_CTX_get_error_depth(context))
+            OpenSSLErrorQueue.clear()
+            let message = String(cString: X509_verify_cert_error_string(Int(code)))
+            throw ChainValidationError(ChainValidationError.Reason(openSSLCode: code), depth: depth, detail: message)
+        }
+        let verified = X509_STORE_CTX_get0_chain(context)
+        var result: [X509Certificate] = []
+        for index in 0..<CPinStoreShims_sk_X509_num(verified) {
+            guard let certificate = CPinStoreShims_sk_X509_value(verified, index) else { continue }
+            var out: UnsafeMutablePointer<UInt8>? = nil
+            let length = i2d_X509(certificate, &out)
+            guard length > 0, let out else { continue }
+            defer { openSSLFree(out) }
+            if let parsed = try? X509Certificate(derRepresentation: Data(bytes: out, count: Int(length))) {
+                result.append(parsed)
+            }
+        }
+        return result
+    }
+
+    private static func setHost(_ hostname: String, on parameters: OpaquePointer?) throws(ChainValidationError) {
+        var host = hostname
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host.hasSuffix(".") { host.removeLast() }
+        guard !host.isEmpty, !host.utf8.contains(0) else {
+            throw ChainValidationError(.hostnameMismatch, depth: 0, detail: "No host name was given to check the certificate against.")
+        }
+        let rc: Int32
+        if IPAddress.isLiteral(host) {
+            rc = X509_VERIFY_PARAM_set1_ip_asc(parameters, host)
+        } else {
+            X509_VERIFY_PARAM_set_hostflags(parameters, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS))
+            rc = X509_VERIFY_PARAM_set1_host(parameters, host, host.utf8.count)
+        }
+        guard rc == 1 else {
+            OpenSSLErrorQueue.clear()
+            throw ChainValidationError(.hostnameMismatch, depth: 0, detail: "\"\(hostname)\" is not a host name or IP address a certificate can be checked against.")
+        }
+    }
+}
+
+/// IP-literal detection through the C library's parser.
+enum IPAddress {
+    static func isLiteral(_ text: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
+    }
+}
+
+/// Why a presented chain is not trusted by the normal evaluation.
+public struct ChainValidationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of failure, independent of OpenSSL's numbering.
+    public enum Reason: String, Sendable, Hashable {
+        /// The server presented no certificate.
+        case emptyChain
+        /// A presented certificate does not parse.
+        case malformedCertificate
+        /// A certificate's notAfter is before the evaluation time.
+        case expired
+        /// A certificate's notBefore is after the evaluation time.
+        case notYetValid
+        /// No chain leads to a configured trust anchor.
+        case unknownIssuer
+        /// The chain ends in a self-signed certificate that is not a configured anchor.
+        case untrustedSelfSigned
+        /// A certificate's signature does not verify with its issuer's key.
+        case badSignature
+        /// The leaf is not valid for the host name or IP address.
+        case hostnameMismatch
+        /// A certificate used as an issuer is not a CA (basicConstraints or keyUsage).
+        case notACertificateAuthority
+        /// A certificate is not valid for TLS server authentication (extendedKeyUsage).
+        case invalidPurpose
+        /// A CA's path-length constraint is exceeded.
+        case pathLengthExceeded
+        /// Anything else OpenSSL refused; ``ChainValidationError/detail`` has its words.
+        case other
+    }
+
+    /// The kind of failure.
+    public let reason: Reason
+    /// Position in the chain of the certificate at fault (0 = leaf).
+    public let depth: Int
+    /// OpenSSL's words, for logs.
+    public let detail: String
+
+    init(_ reason: Reason, depth: Int, detail: String) {
+        self.reason = reason
+        self.depth = depth
+        self.detail = detail
+    }
+
+    public var description: String {
+        "certificate chain not trusted: \(reason.rawValue) at depth \(depth) (\(detail))"
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.reason == rhs.reason }
+    public func hash(into hasher: inout Hasher) { hasher.combine(reason) }
+}
+
+extension ChainValidationError.Reason {
+    init(openSSLCode code: Int32) {
+        switch code {
+        case X509_V_ERR_CERT_HAS_EXPIRED:
+            self = .expired
+        case X509_V_ERR_CERT_NOT_YET_VALID:
+            self = .notYetValid
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
+             X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE, X509_V_ERR_CERT_UNTRUSTED:
+            self = .unknownIssuer
+        case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT, X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+            self = .untrustedSelfSigned
+        case X509_V_ERR_CERT_SIGNATURE_FAILURE, X509_V_ERR_UNABLE_TO_DECRYPT_CERT_SIGNATURE,
+             X509_V_ERR_UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY:
+            self = .badSignature
+        case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH:
+            self = .hostnameMismatch
+        case X509_V_ERR_INVALID_CA, X509_V_ERR_KEYUSAGE_NO_CERTSIGN:
+            self = .notACertificateAuthority
+        case X509_V_ERR_INVALID_PURPOSE:
+            self = .invalidPurpose
+        case X509_V_ERR_PATH_LENGTH_EXCEEDED:
+            self = .pathLengthExceeded
+        default:
+            self = .other
+        }
+    }
+}

@@ -1,0 +1,83 @@
+/// The error every PinStore API throws.
+///
+/// Errors are equal when their ``code`` is equal, so tests and callers can match on the code
+/// and show ``reason`` to people. ``reason`` always says what went wrong and, where there is
+/// one, what to do next.
+///
+/// ```swift
+/// do {
+///     _ = try P256PublicKey(configuredString: "not a key")
+/// } catch let error as PinStoreError where error.code == .invalidBase64 {
+///     print(error.reason)
+/// }
+/// ```
+public struct PinStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What kind of failure this is. Compare against the static members.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// A stable, human-readable name of the code, e.g. `"publicKeyNotOnCurve"`.
+        public let name: String
+        init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        // MARK: Input encodings
+        /// Bytes that should have been Base64 were not (standard alphabet, padded).
+        public static let invalidBase64 = Code("invalidBase64")
+        /// A PEM document had no block of the expected kind, or a block was corrupt.
+        public static let invalidPEM = Code("invalidPEM")
+
+        // MARK: Public keys
+        /// The key material has a length no P-256 key encoding has.
+        public static let publicKeyWrongLength = Code("publicKeyWrongLength")
+        /// The key is an elliptic-curve key on a curve other than P-256.
+        public static let publicKeyWrongCurve = Code("publicKeyWrongCurve")
+        /// The key is not an elliptic-curve key at all (for example RSA).
+        public static let publicKeyNotEllipticCurve = Code("publicKeyNotEllipticCurve")
+        /// The encoded point is not on the P-256 curve.
+        public static let publicKeyNotOnCurve = Code("publicKeyNotOnCurve")
+        /// The bytes are not a parseable public key encoding.
+        public static let publicKeyMalformed = Code("publicKeyMalformed")
+        /// A private key could not be read, generated or used.
+        public static let privateKeyInvalid = Code("privateKeyInvalid")
+
+        // MARK: Certificates
+        /// No certificate was found in the input (empty input, or a PEM file without certificates).
+        public static let noCertificate = Code("noCertificate")
+        /// The bytes are not a well-formed X.509 certificate.
+        public static let certificateMalformed = Code("certificateMalformed")
+
+        // MARK: OpenSSL
+        /// OpenSSL failed in a way the input does not explain (out of memory, missing algorithm).
+        public static let openSSLFailure = Code("openSSLFailure")
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// A sentence for people: what went wrong and what to do next.
+    public let reason: String
+    /// The messages OpenSSL queued while the operation failed, oldest first (may be empty).
+    public let openSSLErrors: [String]
+    /// Where the error was raised, for logs.
+    public let file: String
+    /// Where the error was raised, for logs.
+    public let line: Int
+
+    /// Creates an error. OpenSSL messages are usually filled in by the OpenSSL boundary.
+    public init(_ code: Code, _ reason: String, openSSLErrors: [String] = [], file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.reason = reason
+        self.openSSLErrors = openSSLErrors
+        self.file = file
+        self.line = line
+    }
+
+    public var description: String {
+        var text = "\(code): \(reason)"
+        if !openSSLErrors.isEmpty {
+            text += " (OpenSSL: \(openSSLErrors.joined(separator: "; ")))"
+        }
+        return text
+    }
+
+    public static func == (lhs: PinStoreError, rhs: PinStoreError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}

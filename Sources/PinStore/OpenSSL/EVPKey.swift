@@ -1,0 +1,41 @@
+internal import COpenSSL
+
+/// Owns one `EVP_PKEY` and frees it with the object.
+///
+/// `@unchecked Sendable`: OpenSSL 3 keys are reference counted and safe to use for
+/// verification and signing from several threads at once; the pointer is never mutated after
+/// the key is built.
+final class EVPKey: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    /// Takes ownership of `pointer`.
+    init(taking pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    deinit {
+        EVP_PKEY_free(pointer)
+    }
+
+    /// Whether the key's algorithm is `name` (e.g. "EC", "RSA").
+    func isA(_ name: String) -> Bool {
+        EVP_PKEY_is_a(pointer, name) == 1
+    }
+
+    /// The curve name of an EC key, as OpenSSL spells it ("prime256v1", "secp384r1", ...).
+    var groupName: String? {
+        var buffer = [CChar](repeating: 0, count: 80)
+        var length = 0
+        guard EVP_PKEY_get_utf8_string_param(pointer, OSSL_PKEY_PARAM_GROUP_NAME, &buffer, buffer.count, &length) == 1 else {
+            OpenSSLErrorQueue.clear()
+            return nil
+        }
+        return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// A short description of the key type for error messages ("RSA", "ED25519", ...).
+    var typeName: String {
+        if let name = EVP_PKEY_get0_type_name(pointer) { return String(cString: name) }
+        return "unknown"
+    }
+}
