@@ -4,11 +4,20 @@ import PackageDescription
 
 let package = Package(
     name: "PinStore",
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
     products: [
+        // The core: signed list, store, validation. Depends on OpenSSL and swift-log only.
         .library(name: "PinStore", targets: ["PinStore"]),
+        // Enforcement on live connections: SwiftNIO verification and pinned URLSession on Linux.
+        .library(name: "PinStoreNIO", targets: ["PinStoreNIO"]),
+        // The command-line tool: keys, signing, inspection, a development list server, the demo.
+        .executable(name: "pinstore", targets: ["PinStoreCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         // The system OpenSSL 3 (libssl-dev), found through pkg-config.
@@ -31,12 +40,61 @@ let package = Package(
             ]
         ),
         .target(
+            name: "PinStoreNIO",
+            dependencies: [
+                "PinStore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // A small HTTP(S) server that serves signed lists on loopback: `pinstore serve`, the
+        // demo and the tests. Not a product: apps never ship it.
+        .target(
+            name: "PinStoreDevServer",
+            dependencies: [
+                "PinStore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .executableTarget(
+            name: "PinStoreCLI",
+            dependencies: [
+                "PinStore",
+                "PinStoreNIO",
+                "PinStoreDevServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .target(
             name: "CPinStoreTestSupport",
             path: "Tests/CPinStoreTestSupport"
         ),
         .testTarget(
             name: "PinStoreTests",
-            dependencies: ["PinStore", "CPinStoreTestSupport"]
+            dependencies: ["PinStore", "PinStoreDevServer", "CPinStoreTestSupport"]
+        ),
+        .testTarget(
+            name: "PinStoreNIOTests",
+            dependencies: [
+                "PinStore", "PinStoreNIO", "PinStoreDevServer",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .testTarget(
+            name: "PinStoreCLITests",
+            dependencies: ["PinStore", "PinStoreDevServer"]
         ),
     ],
     swiftLanguageModes: [.v6]

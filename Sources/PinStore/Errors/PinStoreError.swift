@@ -45,6 +45,27 @@ public struct PinStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The bytes are not a well-formed X.509 certificate.
         public static let certificateMalformed = Code("certificateMalformed")
 
+        // MARK: Configuration
+        /// The ``PinStore/Configuration`` cannot work (bad URL, key, fallback list, identifier).
+        public static let invalidConfiguration = Code("invalidConfiguration")
+
+        // MARK: Updates (each maps to an ``PinStore/UpdateResult``)
+        /// The list could not be downloaded: transport failure, timeout, HTTP error status,
+        /// or a refused redirect. Maps to ``PinStore/UpdateResult/networkError``.
+        public static let network = Code("network")
+        /// The list is not in the expected format, breaks a rule (duplicate entries, a
+        /// fingerprint that is not 32 bytes, an impossible `expires`), is larger than the limit,
+        /// or is older than the stored one. Maps to ``PinStore/UpdateResult/invalidData``.
+        public static let invalidListData = Code("invalidListData")
+        /// A signature is missing, malformed, or does not verify with the configured public key.
+        /// Maps to ``PinStore/UpdateResult/invalidSignature``.
+        public static let invalidListSignature = Code("invalidListSignature")
+        /// The verified list holds no entry that is still valid. Maps to
+        /// ``PinStore/UpdateResult/storeIsEmpty``.
+        public static let noValidEntries = Code("noValidEntries")
+        /// The store file could not be read or written.
+        public static let storage = Code("storage")
+
         // MARK: OpenSSL
         /// OpenSSL failed in a way the input does not explain (out of memory, missing algorithm).
         public static let openSSLFailure = Code("openSSLFailure")

@@ -1,0 +1,96 @@
+import Foundation
+
+/// The JSON of a fingerprint list as served (static or challenge mode), parsed strictly but
+/// not yet verified.
+struct FingerprintListDocument: Sendable {
+    /// An entry plus the per-entry signature it carried (static mode).
+    struct SignedEntry: Sendable {
+        let entry: FingerprintEntry
+        /// The `signature` field as served: nil when absent.
+        let signature: String?
+    }
+
+    let entries: [SignedEntry]
+    /// The challenge-mode body's `timestamp` (Unix seconds), if present.
+    let timestamp: Int64?
+
+    /// The latest `expires` any list may carry: 9999-12-31T23:59:59Z. Anything later is a bug
+    /// on the server (milliseconds instead of seconds, usually) and is refused.
+    static let latestExpires: Int64 = 253_402_300_799
+
+    /// Parses `body`. Throws ``PinStoreError/Code/invalidListData`` saying what is wrong.
+    init(body: Data) throws(PinStoreError) {
+        let wire: Wire
+        do {
+            wire = try JSONDecoder().decode(Wire.self, from: body)
+        } catch let error as DecodingError {
+            throw PinStoreError(.invalidListData, "The fingerprint list is not in the expected format: \(Self.describe(error))")
+        } catch {
+            throw PinStoreError(.invalidListData, "The fingerprint list is not valid JSON.")
+        }
+        var seen = Set<String>()
+        var entries: [SignedEntry] = []
+        for (index, item) in wire.fingerprints.enumerated() {
+            let position = "entry \(index + 1) (\"\(item.name)\")"
+            guard !item.name.isEmpty, !item.name.utf8.contains(where: { $0 < 0x21 || $0 == 0x7f }) else {
+                throw PinStoreError(.invalidListData, "\(position): the name is empty or contains spaces or control characters.")
+            }
+            guard let fingerprint = Base64.decodeStrict(item.fingerprint) else {
+                throw PinStoreError(.invalidListData, "\(position): the fingerprint is not valid Base64.")
+            }
+            guard fingerprint.count == SHA256Digest.byteCount else {
+                throw PinStoreError(.invalidListData, "\(position): the fingerprint is \(fingerprint.count) bytes; a SHA-256 fingerprint is 32.")
+            }
+            guard item.expires >= 0, item.expires <= Self.latestExpires else {
+                throw PinStoreError(.invalidListData, "\(position): expires \(item.expires) is not a Unix time in seconds between 1970 and 9999.")
+            }
+            let depth = item.depth ?? 0
+            guard (0...16).contains(depth) else {
+                throw PinStoreError(.invalidListData, "\(position): depth \(depth) is not a chain position (0 = leaf ... 16).")
+            }
+            let key = "\(item.name.lowercased())|\(item.fingerprint)|\(depth)"
+            guard seen.insert(key).inserted else {
+                throw PinStoreError(.invalidListData, "\(position): the same name and fingerprint appear twice; the list is ambiguous about their expiry.")
+            }
+            entries.append(SignedEntry(
+                entry: FingerprintEntry(name: item.name, fingerprint: fingerprint, expires: item.expires, depth: depth),
+                signature: item.signature))
+        }
+        if let timestamp = wire.timestamp, timestamp < 0 {
+            throw PinStoreError(.invalidListData, "The timestamp \(timestamp) is negative.")
+        }
+        self.entries = entries
+        self.timestamp = wire.timestamp
+    }
+
+    private struct Wire: Decodable {
+        struct Item: Decodable {
+            let name: String
+            let fingerprint: String
+            let expires: Int64
+            let signature: String?
+            let depth: Int?
+        }
+        let fingerprints: [Item]
+        let timestamp: Int64?
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let components = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return components.isEmpty ? "the top level" : components
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "\(path(context)) has no \"\(key.stringValue)\" field."
+        case .typeMismatch(_, let context):
+            return "\(path(context)) has the wrong type (\(context.debugDescription))."
+        case .valueNotFound(_, let context):
+            return "\(path(context)) is null."
+        case .dataCorrupted(let context):
+            return "\(path(context)): \(context.debugDescription)"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+}

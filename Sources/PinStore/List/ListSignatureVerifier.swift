@@ -1,0 +1,48 @@
+import Foundation
+
+/// Verifies fingerprint lists against the app's built-in public key, in either mode.
+struct ListSignatureVerifier: Sendable {
+    let publicKey: P256PublicKey
+
+    /// Static mode: every entry carries a signature over its ``FingerprintEntry/signedBytes``.
+    /// One bad entry rejects the whole list; a partial list is never used.
+    func verifyStatic(_ document: FingerprintListDocument) throws(PinStoreError) -> [FingerprintEntry] {
+        for (index, signed) in document.entries.enumerated() {
+            let position = "entry \(index + 1) (\"\(signed.entry.name)\")"
+            guard let text = signed.signature else {
+                throw PinStoreError(.invalidListSignature, "\(position) has no signature; a static list signs every entry.")
+            }
+            guard let signature = Base64.decodeStrict(text) else {
+                throw PinStoreError(.invalidListSignature, "\(position): the signature is not valid Base64.")
+            }
+            guard verify(signature, signed.entry.signedBytes) else {
+                throw PinStoreError(.invalidListSignature, "\(position): the signature does not verify with the configured public key; was the list signed with another key, or changed after signing?")
+            }
+        }
+        return document.entries.map(\.entry)
+    }
+
+    /// Challenge mode: the response signature covers `challenge + "&" + body`.
+    func verifyChallenge(body: Data, challenge: String, signatureHeader: String?) throws(PinStoreError) {
+        guard let header = signatureHeader, !header.isEmpty else {
+            throw PinStoreError(.invalidListSignature, "The response has no X-Cert-Pinning-Signature header; is the server in challenge mode?")
+        }
+        guard let signature = Base64.decodeStrict(header) else {
+            throw PinStoreError(.invalidListSignature, "The X-Cert-Pinning-Signature header is not valid Base64.")
+        }
+        var signed = Data(challenge.utf8)
+        signed.append(UInt8(ascii: "&"))
+        signed.append(body)
+        guard verify(signature, signed) else {
+            throw PinStoreError(.invalidListSignature, "The response signature does not verify with the configured public key over this request's challenge; the response was signed with another key, for another challenge, or changed in transit.")
+        }
+    }
+
+    /// DER is the wire encoding; raw r||s (64 bytes) is accepted as a convenience.
+    private func verify(_ signature: Data, _ message: Data) -> Bool {
+        if signature.count == 64, publicKey.isValidRawSignature(signature, for: message) {
+            return true
+        }
+        return publicKey.isValidSignature(signature, for: message)
+    }
+}

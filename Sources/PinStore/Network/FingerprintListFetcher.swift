@@ -1,0 +1,74 @@
+import Foundation
+
+/// Downloads the fingerprint list. ``URLSessionListFetcher`` is the default; plug in another
+/// transport by conforming to this protocol.
+///
+/// A fetcher must honour ``FingerprintListRequest/maximumBodySize`` (stop reading and throw
+/// ``PinStoreError/Code/invalidListData`` past it), ``FingerprintListRequest/timeout``, and
+/// never follow a redirect to plain http. Transport failures throw
+/// ``PinStoreError/Code/network``. It returns non-2xx responses as they are; the store
+/// decides what they mean.
+public protocol FingerprintListFetcher: Sendable {
+    /// Performs one GET request.
+    func fetch(_ request: FingerprintListRequest) async throws(PinStoreError) -> FingerprintListResponse
+}
+
+/// One list download.
+public struct FingerprintListRequest: Sendable {
+    /// The list URL.
+    public var url: URL
+    /// Extra request headers (the challenge header in challenge mode).
+    public var headers: [String: String]
+    /// Seconds before the whole request is abandoned.
+    public var timeout: TimeInterval
+    /// Bytes past which the body is not read on and the update is refused.
+    public var maximumBodySize: Int
+    /// Whether a plain-http URL on a loopback host is acceptable (development and tests).
+    public var allowsLoopbackHTTP: Bool
+
+    /// Creates a request.
+    public init(url: URL, headers: [String: String] = [:], timeout: TimeInterval = 20, maximumBodySize: Int = 1 << 20, allowsLoopbackHTTP: Bool = false) {
+        self.url = url
+        self.headers = headers
+        self.timeout = timeout
+        self.maximumBodySize = maximumBodySize
+        self.allowsLoopbackHTTP = allowsLoopbackHTTP
+    }
+}
+
+/// What the server answered.
+public struct FingerprintListResponse: Sendable {
+    /// The HTTP status code.
+    public var statusCode: Int
+    /// Response headers with lowercased names.
+    public var headers: [String: String]
+    /// The body bytes.
+    public var body: Data
+
+    /// Creates a response; header names are lowercased.
+    public init(statusCode: Int, headers: [String: String], body: Data) {
+        self.statusCode = statusCode
+        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
+        self.body = body
+    }
+}
+
+extension URL {
+    /// Whether the host is a loopback name or address (localhost, 127.0.0.0/8, ::1).
+    var hasLoopbackHost: Bool {
+        guard var host = host?.lowercased() else { return false }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// https anywhere, or http on a loopback host when that is allowed.
+    func isAcceptableListURL(allowingLoopbackHTTP: Bool) -> Bool {
+        switch scheme?.lowercased() {
+        case "https": return host != nil
+        case "http": return allowingLoopbackHTTP && hasLoopbackHost
+        default: return false
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Downloads the list with URLSession (FoundationNetworking on Linux).
+///
+/// Every download runs on a fresh ephemeral session of its own, so the (unpinned) list
+/// connection is never shared with pinned API traffic, and no cookies or cache are kept. The
+/// platform's normal TLS trust evaluation applies. The body is read with a size limit and
+/// redirects are followed only to https (or loopback http when the request allows it).
+public struct URLSessionListFetcher: FingerprintListFetcher {
+    /// Creates the fetcher.
+    public init() {}
+
+    public func fetch(_ request: FingerprintListRequest) async throws(PinStoreError) -> FingerprintListResponse {
+        guard request.url.isAcceptableListURL(allowingLoopbackHTTP: request.allowsLoopbackHTTP) else {
+            throw PinStoreError(.network, "Refusing to fetch the list from \(request.url.absoluteString): the list URL must be https.")
+        }
+        var urlRequest = URLRequest(url: request.url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData, timeoutInterval: request.timeout)
+        urlRequest.httpMethod = "GET"
+        for (name, value) in request.headers {
+            urlRequest.setValue(value, forHTTPHeaderField: name)
+        }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = request.timeout
+        configuration.timeoutIntervalForResource = request.timeout
+        configuration.httpCookieStorage = nil
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
+        let download = Download(request: request)
+        let session = URLSession(configuration: configuration, delegate: download, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let result: Result<FingerprintListResponse, PinStoreError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                download.start(session.dataTask(with: urlRequest), continuation: continuation)
+            }
+        } onCancel: {
+            download.cancel()
+        }
+        return try result.get()
+    }
+}
+
+/// The state of one download, driven by URLSession's delegate callbacks.
+private final class Download: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // @unchecked: mutable state lives in `state`, behind its lock.
+    struct State {
+        var task: URLSessionDataTask?
+        var continuation: CheckedContinuation<Result<FingerprintListResponse, PinStoreError>, Never>?
+        var body = Data()
+        var failure: PinStoreError?
+    }
+
+    let request: FingerprintListRequest
+    let state = Locked(State())
+
+    init(request: FingerprintListRequest) {
+        self.request = request
+    }
+
+    func start(_ task: URLSessionDataTask, continuation: CheckedContinuation<Result<FingerprintListResponse, PinStoreError>, Never>) {
+        state.withLock {
+            $0.task = task
+            $0.continuation = continuation
+        }
+        task.resume()
+    }
+
+    func cancel() {
+        fail(PinStoreError(.network, "The list download was cancelled."))
+    }
+
+    private func fail(_ error: PinStoreError) {
+        let task = state.withLock { state -> URLSessionDataTask? in
+            if state.failure == nil { state.failure = error }
+            return state.task
+        }
+        task?.cancel()
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
+        if response.expectedContentLength > Int64(request.maximumBodySize) {
+            fail(PinStoreError(.invalidListData, "The server announced a \(response.expectedContentLength)-byte list; the limit is \(request.maximumBodySize) bytes."))
+            completionHandler(.cancel)
+            return
+        }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let tooLarge = state.withLock { state -> Bool in
+            state.body.append(data)
+            return state.body.count > request.maximumBodySize
+        }
+        if tooLarge {
+            fail(PinStoreError(.invalidListData, "The list is larger than the \(request.maximumBodySize)-byte limit; stopped reading."))
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        guard let target = newRequest.url, target.isAcceptableListURL(allowingLoopbackHTTP: request.allowsLoopbackHTTP) else {
+            fail(PinStoreError(.network, "The list server redirected to \(newRequest.url?.absoluteString ?? "an unknown URL"); only https redirects are followed."))
+            completionHandler(nil)
+            return
+        }
+        completionHandler(newRequest)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
+        let (continuation, result) = state.withLock { state -> (CheckedContinuation<Result<FingerprintListResponse, PinStoreError>, Never>?, Result<FingerprintListResponse, PinStoreError>) in
+            let continuation = state.continuation
+            state.continuation = nil
+            if let failure = state.failure {
+                return (continuation, .failure(failure))
+            }
+            if let error {
+                let nsError = error as NSError
+                let reason = nsError.code == NSURLErrorTimedOut
+                    ? "The list download timed out after \(Int(request.timeout)) seconds."
+                    : "The list could not be downloaded: \(nsError.localizedDescription)"
+                return (continuation, .failure(PinStoreError(.network, reason)))
+            }
+            guard let http = task.response as? HTTPURLResponse else {
+                return (continuation, .failure(PinStoreError(.network, "The list server sent no HTTP response.")))
+            }
+            var headers: [String: String] = [:]
+            for (name, value) in http.allHeaderFields {
+                if let name = name as? String, let value = value as? String { headers[name] = value }
+            }
+            return (continuation, .success(FingerprintListResponse(statusCode: http.statusCode, headers: headers, body: state.body)))
+        }
+        continuation?.resume(returning: result)
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What the store keeps on disk: the signed material exactly as received, so the signature
+/// is verified again every time the file is loaded. Editing, truncating or corrupting the
+/// file therefore cannot plant a pin; it only makes the file unusable until the next update.
+struct PersistedList: Codable, Sendable, Equatable {
+    enum Mode: String, Codable, Sendable { case `static`, challenge }
+
+    /// File format version.
+    var format = 1
+    var mode: Mode
+    /// The list body exactly as the server sent it.
+    var body: Data
+    /// Challenge mode: the challenge string sent with the request.
+    var challenge: String?
+    /// Challenge mode: the `X-Cert-Pinning-Signature` header received.
+    var signature: String?
+    /// When the next silent update is due (Unix seconds). Not signed: tampering with it can
+    /// only move an update earlier or later, never change a pin.
+    var nextUpdate: Double
+}
+
+/// One store file, written atomically (temporary file, fsync, rename, fsync of the folder)
+/// with mode 0600, so a reader in this or another process sees the old file or the new one,
+/// never a torn one.
+struct PersistentListFile: Sendable {
+    let url: URL
+    /// Files larger than this are not read (a hostile or corrupted file cannot exhaust memory).
+    let maximumSize: Int
+
+    /// Reads and decodes the file; nil when there is none.
+    func load() throws(PinStoreError) -> PersistedList? {
+        let path = url.path
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
+        guard size <= maximumSize else {
+            throw PinStoreError(.storage, "The store file \(path) is \(size) bytes, more than a list can be; ignoring it.")
+        }
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            throw PinStoreError(.storage, "The store file \(path) could not be read: \(error.localizedDescription)")
+        }
+        do {
+            let decoded = try JSONDecoder().decode(PersistedList.self, from: data)
+            guard decoded.format == 1 else {
+                throw PinStoreError(.storage, "The store file \(path) has format \(decoded.format); this version reads format 1.")
+            }
+            return decoded
+        } catch let error as PinStoreError {
+            throw error
+        } catch {
+            throw PinStoreError(.storage, "The store file \(path) is truncated or corrupt; ignoring it until the next good update.")
+        }
+    }
+
+    /// Replaces the file atomically.
+    func save(_ list: PersistedList) throws(PinStoreError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data: Data
+        do {
+            data = try encoder.encode(list)
+        } catch {
+            throw PinStoreError(.storage, "The store could not be encoded: \(error)")
+        }
+        try Self.writeAtomically(data, to: url)
+    }
+
+    static func writeAtomically(_ data: Data, to url: URL) throws(PinStoreError) {
+        let directory = url.deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw PinStoreError(.storage, "The store folder \(directory.path) could not be created: \(error.localizedDescription)")
+        }
+        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UInt64.random(in: 0...UInt64.max)).tmp")
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw PinStoreError(.storage, "Could not create \(temporary.path): \(String(cString: strerror(errno)))")
+        }
+        var written = 0
+        let ok: Bool = data.withUnsafeBytes { raw in
+            while written < raw.count {
+                let n = write(fd, raw.baseAddress! + written, raw.count - written)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                written += n
+            }
+            return true
+        }
+        let synced = ok && fsync(fd) == 0
+        let failure = synced ? nil : String(cString: strerror(errno))
+        close(fd)
+        guard synced else {
+            unlink(temporary.path)
+            throw PinStoreError(.storage, "Could not write \(temporary.path): \(failure ?? "unknown error")")
+        }
+        guard rename(temporary.path, url.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary.path)
+            throw PinStoreError(.storage, "Could not replace \(url.path): \(reason)")
+        }
+        // Make the rename itself durable.
+        let directoryFD = open(directory.path, O_RDONLY | O_CLOEXEC)
+        if directoryFD >= 0 {
+            _ = fsync(directoryFD)
+            close(directoryFD)
+        }
+    }
+}

@@ -1,0 +1,1 @@
+print("pinstore: coming soon")

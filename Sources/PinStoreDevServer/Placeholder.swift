@@ -1,0 +1,2 @@
+// Placeholder until the dev server lands.
+enum PinStoreDevServerPlaceholder {}

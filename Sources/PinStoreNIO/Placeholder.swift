@@ -1,0 +1,2 @@
+// Placeholder until the adapters land.
+enum PinStoreNIOPlaceholder {}
