@@ -52,3 +52,42 @@ struct WultraCompatibilityTests {
         #expect(certificate.commonName == "DigiCert Global Root CA")
     }
 }
+
+/// The deployed clients' real signed list (`staticList` in compat.json) through the store.
+@Suite(.enabled(if: TestResources.sharedVectorsAvailable, TestResources.sharedVectorsMissing))
+struct WultraStaticListTests {
+    struct StaticList: Decodable { let publicKey: String; let json: String; let signedBytes: [String] }
+    struct Compat: Decodable { let staticList: StaticList }
+
+    static func load() throws -> StaticList {
+        try JSONDecoder().decode(Compat.self, from: TestResources.sharedVector("wultra/compat.json")).staticList
+    }
+
+    func store(_ list: StaticList, clock: ManualClock, directory: TemporaryDirectory) throws -> PinStore {
+        let configuration = PinStore.Configuration(serviceURL: URL(string: "https://pins.pinstore.test/list.json")!,
+                                                   publicKey: list.publicKey, storageDirectory: directory.url)
+        return try PinStore(configuration: configuration, fetcher: ScriptedFetcher.serving(Data(list.json.utf8)), clock: clock)
+    }
+
+    @Test func entrySignaturesVerifyWithTheDeployedKey() throws {
+        let list = try Self.load()
+        let document = try FingerprintListDocument(body: Data(list.json.utf8))
+        let entries = try ListSignatureVerifier(publicKey: P256PublicKey(configuredString: list.publicKey)).verifyStatic(document)
+        #expect(entries.map { String(decoding: $0.signedBytes, as: UTF8.self) } == list.signedBytes)
+    }
+
+    @Test func pinIsTrustedWithClockAtStartOf2024() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let store = try store(Self.load(), clock: ManualClock(Date(timeIntervalSince1970: 1_704_067_200)), directory: directory)
+        #expect(await store.update() == .ok)
+        let fingerprint = try #require(Data(base64Encoded: "kqN/vV4hpTqVxxbhFE9EL1grlND6/Gc+tnF6TrUaiKc="))
+        #expect(store.validate(commonName: "github.com", fingerprint: fingerprint) == .trusted)
+        #expect(store.validate(commonName: "github.com", fingerprint: Data(count: 32)) == .untrusted)
+    }
+
+    @Test func updateWithTodaysClockReportsStoreIsEmpty() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let store = try store(Self.load(), clock: ManualClock(Date()), directory: directory)
+        #expect(await store.update() == .storeIsEmpty)
+    }
+}
