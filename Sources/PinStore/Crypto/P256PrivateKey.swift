@@ -4,11 +4,11 @@ internal import CPinStoreShims
 
 /// An ECDSA P-256 private key, for signing fingerprint lists (the command-line tool, test
 /// servers). Apps that only verify lists never need it.
-package struct P256PrivateKey: Sendable {
+public struct P256PrivateKey: Sendable {
     let key: EVPKey
 
     /// A fresh random key from OpenSSL's generator.
-    package init() throws(PinStoreError) {
+    public init() throws(PinStoreError) {
         guard let generated = CPinStoreShims_EVP_PKEY_generate_ec(P256PublicKey.curveName) else {
             throw OpenSSLErrorQueue.error(.openSSLFailure, "OpenSSL could not generate a P-256 key.")
         }
@@ -17,7 +17,7 @@ package struct P256PrivateKey: Sendable {
 
     /// Reads a PEM private key (PKCS#8, encrypted or not, or traditional EC), decrypting it with
     /// `passphrase` when it is encrypted.
-    package init(pem: String, passphrase: String? = nil) throws(PinStoreError) {
+    public init(pem: String, passphrase: String? = nil) throws(PinStoreError) {
         guard let bio = MemoryBIO(reading: Data(pem.utf8)) else {
             throw OpenSSLErrorQueue.error(.openSSLFailure, "OpenSSL could not allocate a buffer.")
         }
@@ -38,7 +38,7 @@ package struct P256PrivateKey: Sendable {
     }
 
     /// The matching public key.
-    package var publicKey: P256PublicKey {
+    public var publicKey: P256PublicKey {
         get throws(PinStoreError) {
             var out: UnsafeMutablePointer<UInt8>? = nil
             let length = i2d_PUBKEY(key.pointer, &out)
@@ -51,7 +51,7 @@ package struct P256PrivateKey: Sendable {
     }
 
     /// The key as PKCS#8 PEM, encrypted with AES-256-CBC when `passphrase` is given.
-    package func pkcs8PEM(passphrase: String? = nil) throws(PinStoreError) -> String {
+    public func pkcs8PEM(passphrase: String? = nil) throws(PinStoreError) -> String {
         guard let bio = MemoryBIO() else {
             throw OpenSSLErrorQueue.error(.openSSLFailure, "OpenSSL could not allocate a buffer.")
         }
@@ -71,7 +71,7 @@ package struct P256PrivateKey: Sendable {
     }
 
     /// An ECDSA-SHA256 signature of `message`, DER encoded.
-    package func signature(for message: Data) throws(PinStoreError) -> Data {
+    public func signature(for message: Data) throws(PinStoreError) -> Data {
         guard let context = EVP_MD_CTX_new() else {
             throw OpenSSLErrorQueue.error(.openSSLFailure, "OpenSSL could not allocate a digest context.")
         }

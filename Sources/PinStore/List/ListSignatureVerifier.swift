@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 /// Verifies fingerprint lists against the app's built-in public key, in either mode.
@@ -7,19 +8,43 @@ struct ListSignatureVerifier: Sendable {
     /// Static mode: every entry carries a signature over its ``FingerprintEntry/signedBytes``.
     /// One bad entry rejects the whole list; a partial list is never used.
     func verifyStatic(_ document: FingerprintListDocument) throws(PinStoreError) -> [FingerprintEntry] {
-        for (index, signed) in document.entries.enumerated() {
-            let position = "entry \(index + 1) (\"\(signed.entry.name)\")"
-            guard let text = signed.signature else {
-                throw PinStoreError(.invalidListSignature, "\(position) has no signature; a static list signs every entry.")
-            }
-            guard let signature = Base64.decodeStrict(text) else {
-                throw PinStoreError(.invalidListSignature, "\(position): the signature is not valid Base64.")
-            }
-            guard verify(signature, signed.entry.signedBytes) else {
-                throw PinStoreError(.invalidListSignature, "\(position): the signature does not verify with the configured public key; was the list signed with another key, or changed after signing?")
+        let entries = document.entries
+        // Large lists verify on every core: each signature is independent, and an OpenSSL key
+        // may be used from several threads at once.
+        let workers = entries.count >= Self.parallelThreshold ? max(1, ProcessInfo.processInfo.activeProcessorCount) : 1
+        let failures = Locked<[Int: PinStoreError]>([:])
+        let chunk = (entries.count + workers - 1) / max(workers, 1)
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            let range = (worker * chunk)..<min(entries.count, (worker + 1) * chunk)
+            for index in range {
+                if let failure = check(entries[index], position: index) {
+                    failures.withLock { $0[index] = failure }
+                    return
+                }
             }
         }
-        return document.entries.map(\.entry)
+        // Report the first bad entry in list order, whichever thread found it.
+        if let first = failures.withLock({ $0.min { $0.key < $1.key } }) {
+            throw first.value
+        }
+        return entries.map(\.entry)
+    }
+
+    /// Lists shorter than this verify on the calling thread (spreading them costs more than it saves).
+    static let parallelThreshold = 64
+
+    private func check(_ signed: FingerprintListDocument.SignedEntry, position index: Int) -> PinStoreError? {
+        let position = "entry \(index + 1) (\"\(signed.entry.name)\")"
+        guard let text = signed.signature else {
+            return PinStoreError(.invalidListSignature, "\(position) has no signature; a static list signs every entry.")
+        }
+        guard let signature = Base64.decodeStrict(text) else {
+            return PinStoreError(.invalidListSignature, "\(position): the signature is not valid Base64.")
+        }
+        guard verify(signature, signed.entry.signedBytes) else {
+            return PinStoreError(.invalidListSignature, "\(position): the signature does not verify with the configured public key; was the list signed with another key, or changed after signing?")
+        }
+        return nil
     }
 
     /// Challenge mode: the response signature covers `challenge + "&" + body`.

@@ -1,0 +1,26 @@
+import Foundation
+
+/// Verifying a served fingerprint list outside a store: for tools, servers that re-publish a
+/// list, and anyone who wants to check a list before deploying it.
+///
+/// ```swift
+/// let key = try P256PublicKey(configuredString: "BC3kV9OIDnMu...Nv+XE=")
+/// let entries = try FingerprintList.verifiedEntries(staticList: body, publicKey: key)
+/// ```
+public enum FingerprintList {
+    /// Parses a static-mode list and verifies every entry's signature; throws on the first
+    /// problem (``PinStoreError/Code/invalidListData`` or ``PinStoreError/Code/invalidListSignature``).
+    /// Expired entries are returned too: expiry is the caller's decision.
+    public static func verifiedEntries(staticList body: Data, publicKey: P256PublicKey) throws(PinStoreError) -> [FingerprintEntry] {
+        try ListSignatureVerifier(publicKey: publicKey).verifyStatic(FingerprintListDocument(body: body))
+    }
+
+    /// Verifies a challenge-mode response (`signature` is the `X-Cert-Pinning-Signature`
+    /// header, over `challenge + "&" + body`) and parses its body.
+    public static func verifiedEntries(challengeResponse body: Data, challenge: String, signature: String,
+                                       publicKey: P256PublicKey) throws(PinStoreError) -> (entries: [FingerprintEntry], timestamp: Int64?) {
+        try ListSignatureVerifier(publicKey: publicKey).verifyChallenge(body: body, challenge: challenge, signatureHeader: signature)
+        let document = try FingerprintListDocument(body: body)
+        return (document.entries.map(\.entry), document.timestamp)
+    }
+}
