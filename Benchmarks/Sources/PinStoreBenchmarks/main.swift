@@ -1,0 +1,205 @@
+import Foundation
+import PinStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// PinStore benchmarks. Every target is a ratio against a baseline measured in this same run.
+//   swift run -c release --package-path Benchmarks            all benchmarks
+//   swift run -c release --package-path Benchmarks memory N   (internal) peak RSS of an N-entry store
+
+/// A fetcher that serves fixed bytes: the benchmarks measure PinStore, not a network.
+struct FixedFetcher: FingerprintListFetcher {
+    let body: Data
+    func fetch(_ request: FingerprintListRequest) async throws(PinStoreError) -> FingerprintListResponse {
+        FingerprintListResponse(statusCode: 200, headers: [:], body: body)
+    }
+}
+
+/// Random fingerprints for `count` distinct host names, as a static-mode list body.
+func makeEntries(_ count: Int) -> [FingerprintEntry] {
+    var generator = SystemRandomNumberGenerator()
+    return (0..<count).map { index in
+        FingerprintEntry(name: "host-\(index).bench.pinstore.test",
+                         fingerprint: Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }),
+                         expires: 4_102_444_799)
+    }
+}
+
+func listJSON(_ entries: [FingerprintEntry], signingKey: P256PrivateKey? = nil) throws -> Data {
+    var items: [[String: Any]] = []
+    items.reserveCapacity(entries.count)
+    for entry in entries {
+        var item: [String: Any] = ["name": entry.name, "fingerprint": entry.fingerprint.base64EncodedString(), "expires": entry.expires]
+        if let signingKey { item["signature"] = try signingKey.signature(for: entry.signedBytes).base64EncodedString() }
+        items.append(item)
+    }
+    return try JSONSerialization.data(withJSONObject: ["fingerprints": items])
+}
+
+func scratchDirectory() -> URL {
+    // tmpfs where there is one, so fsync does not dominate the store benchmarks.
+    let base = FileManager.default.fileExists(atPath: "/dev/shm") ? URL(fileURLWithPath: "/dev/shm") : FileManager.default.temporaryDirectory
+    let url = base.appendingPathComponent("pinstore-bench-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+func storeWithFallback(_ entries: [FingerprintEntry], publicKey: String) throws -> PinStore {
+    try PinStore(configuration: .init(serviceURL: URL(string: "https://pins.bench.pinstore.test/list.json")!,
+                                      publicKey: publicKey, identifier: "bench",
+                                      fallbackData: listJSON(entries), storageDirectory: scratchDirectory()),
+                 fetcher: FixedFetcher(body: Data()))
+}
+
+/// What the deployed clients do: walk every entry, compare names case-insensitively and
+/// fingerprints byte by byte.
+func linearScan(_ entries: [FingerprintEntry], name: String, fingerprint: Data, now: Date) -> PinStore.ValidationResult {
+    var matchedName = false
+    for entry in entries where entry.name.lowercased() == name.lowercased() && entry.isValid(at: now) {
+        matchedName = true
+        if entry.fingerprint == fingerprint { return .trusted }
+    }
+    return matchedName ? .untrusted : .empty
+}
+
+func peakResidentBytes() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Int(usage.ru_maxrss) * 1024
+}
+
+// MARK: - Memory mode (a child process measures one store size)
+
+let arguments = CommandLine.arguments
+if arguments.count == 3, arguments[1] == "memory", let count = Int(arguments[2]) {
+    let key = try P256PrivateKey()
+    let entries = makeEntries(count)
+    let json = try listJSON(entries)
+    let before = peakResidentBytes()
+    var store: PinStore? = try PinStore(configuration: .init(serviceURL: URL(string: "https://pins.bench.pinstore.test/list.json")!,
+                                                             publicKey: key.publicKey.x963Representation.base64EncodedString(),
+                                                             identifier: "bench", fallbackData: json, storageDirectory: scratchDirectory()),
+                                        fetcher: FixedFetcher(body: Data()))
+    Harness.consume(store?.validate(commonName: entries[0].name, fingerprint: entries[0].fingerprint))
+    let after = peakResidentBytes()
+    store = nil
+    print(after - before, json.count)
+    exit(0)
+}
+
+func childMemory(_ count: Int) -> (peak: Int, jsonBytes: Int)? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    process.arguments = ["memory", String(count)]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    guard (try? process.run()) != nil else { return nil }
+    process.waitUntilExit()
+    let parts = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: " ")
+    guard parts.count == 2, let peak = Int(parts[0]), let json = Int(parts[1].trimmingCharacters(in: .whitespacesAndNewlines)) else { return nil }
+    return (peak, json)
+}
+
+// MARK: - Benchmarks
+
+print("PinStore benchmarks (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
+var rows: [Row] = []
+let signingKey = try P256PrivateKey()
+let publicKey = try signingKey.publicKey
+let publicKeyText = publicKey.x963Representation.base64EncodedString()
+
+// 1. validate(commonName:fingerprint:) against list size, versus a linear scan.
+var validateMedians: [Double] = []
+for size in [10, 1_000, 100_000] {
+    let entries = makeEntries(size)
+    let store = try storeWithFallback(entries, publicKey: publicKeyText)
+    let probe = entries[size / 2]
+    let operations = 20_000
+    let pinstore = Harness.nanosecondsPerOperation(operations: operations) {
+        for _ in 0..<operations { Harness.consume(store.validate(commonName: probe.name, fingerprint: probe.fingerprint)) }
+    }
+    let scanOperations = max(10, min(operations, 2_000_000 / size))
+    let now = Date()
+    let scan = Harness.nanosecondsPerOperation(operations: scanOperations, samples: size >= 100_000 ? 5 : 15) {
+        for _ in 0..<scanOperations { Harness.consume(linearScan(entries, name: probe.name, fingerprint: probe.fingerprint, now: now)) }
+    }
+    validateMedians.append(pinstore)
+    rows.append(Row(name: "validate(fingerprint:), \(size) entries", value: Harness.format(pinstore),
+                    baseline: "linear scan \(Harness.format(scan))", ratio: String(format: "%.4fx", pinstore / scan),
+                    target: "< 150 ns median", met: pinstore < 150))
+}
+let flatness = (validateMedians.max() ?? 1) / (validateMedians.min() ?? 1)
+rows.append(Row(name: "validate flatness (slowest / fastest size)", value: String(format: "%.2fx", flatness),
+                baseline: "-", ratio: "-", target: "flat (< 2x)", met: flatness < 2))
+
+// 2. validate(commonName:certificateData:) on 1.5 KB versus SHA-256 of the same bytes.
+do {
+    let entries = makeEntries(1_000)
+    let store = try storeWithFallback(entries, publicKey: publicKeyText)
+    // validate(certificateData:) hashes the bytes without parsing them, so 1,536 random bytes
+    // cost what a 1.5 KB certificate costs.
+    let certificate = Data((0..<1_536).map { _ in UInt8.random(in: 0...255) })
+    let operations = 20_000
+    let pinstore = Harness.nanosecondsPerOperation(operations: operations) {
+        for _ in 0..<operations { Harness.consume(store.validate(commonName: entries[500].name, certificateData: certificate)) }
+    }
+    let hashOnly = Harness.nanosecondsPerOperation(operations: operations) {
+        for _ in 0..<operations { Harness.consume(SHA256Digest.hash(certificate)) }
+    }
+    rows.append(Row(name: "validate(certificateData:), 1.5 KB", value: Harness.format(pinstore),
+                    baseline: "SHA-256 alone \(Harness.format(hashOnly))", ratio: String(format: "%.2fx", pinstore / hashOnly),
+                    target: "<= 1.5x", met: pinstore / hashOnly <= 1.5))
+}
+
+// 3. Verifying a 1,000-entry static list versus OpenSSL's raw P-256 verify rate.
+do {
+    let entries = makeEntries(1_000)
+    let body = try listJSON(entries, signingKey: signingKey)
+    let message = entries[0].signedBytes
+    let signature = try signingKey.signature(for: message)
+    let rawOperations = 1_000
+    let raw = Harness.nanosecondsPerOperation(operations: rawOperations, samples: 7) {
+        for _ in 0..<rawOperations { Harness.consume(publicKey.isValidSignature(signature, for: message)) }
+    }
+    let list = Harness.nanosecondsPerOperation(operations: entries.count, samples: 7) {
+        Harness.consume(try? FingerprintList.verifiedEntries(staticList: body, publicKey: publicKey))
+    }
+    let rawRate = 1e9 / raw
+    let listRate = 1e9 / list
+    let cores = ProcessInfo.processInfo.activeProcessorCount
+    rows.append(Row(name: "verify 1,000-entry list (all \(cores) cores)", value: String(format: "%.0f entries/s", listRate),
+                    baseline: String(format: "OpenSSL verify, 1 core %.0f/s", rawRate), ratio: String(format: "%.2fx", listRate / rawRate),
+                    target: ">= 0.8x of 1 core", met: listRate / rawRate >= 0.8))
+    // One core: below the parallel threshold each list verifies on the calling thread.
+    let small = Array(entries.prefix(50))
+    let smallBody = try listJSON(small, signingKey: signingKey)
+    let single = Harness.nanosecondsPerOperation(operations: small.count * 20, samples: 7) {
+        for _ in 0..<20 { Harness.consume(try? FingerprintList.verifiedEntries(staticList: smallBody, publicKey: publicKey)) }
+    }
+    rows.append(Row(name: "verify list on 1 core (50-entry lists)", value: String(format: "%.0f entries/s", 1e9 / single),
+                    baseline: String(format: "OpenSSL verify, 1 core %.0f/s", rawRate), ratio: String(format: "%.2fx", (1e9 / single) / rawRate),
+                    target: ">= 0.8x", met: (1e9 / single) / rawRate >= 0.8))
+
+    // 4. Loading a persisted 1,000-entry store (every signature verified again).
+    let directory = scratchDirectory()
+    let configuration = PinStore.Configuration(serviceURL: URL(string: "https://pins.bench.pinstore.test/list.json")!,
+                                               publicKey: publicKeyText, identifier: "load", storageDirectory: directory)
+    let seeded = try PinStore(configuration: configuration, fetcher: FixedFetcher(body: body))
+    _ = await seeded.update(mode: .forced)
+    let load = Harness.nanosecondsPerOperation(operations: 1, samples: 7) {
+        Harness.consume(try? PinStore(configuration: configuration, fetcher: FixedFetcher(body: Data())))
+    }
+    rows.append(Row(name: "load persisted 1,000-entry store", value: Harness.format(load),
+                    baseline: "verify list alone \(Harness.format(list * 1_000))", ratio: String(format: "%.2fx", load / (list * 1_000)),
+                    target: "report", met: nil))
+}
+
+// 5. Peak memory of a 100,000-entry store (in a child process, so nothing else counts).
+if let memory = childMemory(100_000) {
+    rows.append(Row(name: "peak memory, 100,000-entry store", value: String(format: "%.1f MiB", Double(memory.peak) / 1_048_576),
+                    baseline: String(format: "list JSON %.1f MiB", Double(memory.jsonBytes) / 1_048_576),
+                    ratio: String(format: "%.2fx", Double(memory.peak) / Double(memory.jsonBytes)), target: "report", met: nil))
+}
+
+printTable(rows)
