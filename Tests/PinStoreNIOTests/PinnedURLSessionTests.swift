@@ -217,5 +217,49 @@ import Testing
         #expect(status == 200)
         #expect(body == "hello over a pinned connection")
     }
+
+    @Test func sessionDelegateReceivesResponseDataAndCompletion() async throws {
+        let server = try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+        defer { Task { await server.shutdown() } }
+        let delegate = RecordingDelegate()
+        let base = URLSessionConfiguration.ephemeral
+        let session = URLSession(configuration: .pinned(by: try Pins.good(), trustRoots: try Pins.anchors, basedOn: base),
+                                 delegate: delegate, delegateQueue: nil)
+        session.dataTask(with: URL(string: "https://localhost:\(server.port)/hello")!).resume()
+        for _ in 0..<250 where !delegate.events.withLock({ $0.contains("complete") }) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(delegate.events.withLock { $0 } == ["response 200", "data hello over a pinned connection", "complete"])
+    }
+
+    @Test func redirectToPlainHTTPIsRefused() async throws {
+        let server = try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+        let plain = try await TestServer.plain()
+        defer { Task { await server.shutdown(); await plain.shutdown() } }
+        let target = "http://localhost:\(plain.port)/hello"
+        let error = await refusal(try session(try Pins.good()), "https://localhost:\(server.port)/redirect?to=\(target)")
+        #expect(error?.code == .appTransportSecurityRequiresSecureConnection)
+        #expect(plain.receivedBytes.withLock { $0 } == 0)
+    }
+}
+
+/// Records the data-delegate callbacks of one task.
+private final class RecordingDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // @unchecked: `events` is guarded; the delegate has no other state.
+    let events = Guarded<[String]>([])
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
+        events.withLock { $0.append("response \((response as? HTTPURLResponse)?.statusCode ?? 0)") }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        events.withLock { $0.append("data " + String(decoding: data, as: UTF8.self)) }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        events.withLock { $0.append(error == nil ? "complete" : "failed \(String(describing: error))") }
+    }
 }
 #endif
