@@ -26,6 +26,7 @@ public enum PinningDecision: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
+    /// A one-line summary for logs.
     public var description: String {
         switch self {
         case .allow(let chain):
@@ -70,6 +71,7 @@ public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible
         self.reason = reason
     }
 
+    /// What happened and what to do next, for the person reading the log.
     public var description: String {
         switch reason {
         case .chainNotTrusted(let error):

@@ -138,7 +138,10 @@ public struct PinningTLSSetupError: Error, Sendable, Hashable, CustomStringConve
         code: "certificateVerificationDisabled",
         reason: "The TLSConfiguration has certificateVerification .none, under which swift-nio-ssl ignores a failed verification: pinning would silently do nothing. Use .fullVerification (the default of makeClientConfiguration()).")
 
+    /// The code and the reason.
     public var description: String { "\(code): \(reason)" }
+    /// Equal when the codes are.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    /// Hashes the code.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

@@ -34,6 +34,8 @@ extension URLSessionConfiguration {
     ///   request's `timeoutInterval`, for connecting and for each silence on the connection.
     /// - Responses are delivered whole (status, headers, body) when complete; no caching,
     ///   cookie storage or content decoding (no `Accept-Encoding` is sent unless you set one).
+    /// - Making a pinned configuration again for the same store, trust roots, `updateOnEmpty`
+    ///   and request timeout reuses the first one's transport (and logger): make sessions freely.
     /// - The body of `uploadTask(with:from:)` is invisible to protocols on Linux: send bodies
     ///   with `URLRequest.httpBody` (or `httpBodyStream`) on data tasks.
     ///
