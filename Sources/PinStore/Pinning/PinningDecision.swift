@@ -1,0 +1,96 @@
+/// What a pinning adapter does with a connection: go on with it, or end it before a single
+/// request byte is sent.
+///
+/// ```swift
+/// switch await evaluator.evaluate(host: "api.example.com", presentedChain: chainDER) {
+/// case .allow: break                                  // continue the handshake
+/// case .deny(let failure): logger.error("\(failure)") // close the connection
+/// }
+/// ```
+public enum PinningDecision: Sendable, Hashable, CustomStringConvertible {
+    /// The chain passed the normal trust evaluation and a pin for the host matches it.
+    /// `validatedChain` runs from the leaf to the trust anchor, as verified.
+    case allow(validatedChain: [X509Certificate])
+    /// The connection must not be used; the failure says why and what to do.
+    case deny(PinningFailure)
+
+    /// Whether the connection may go on.
+    public var isAllowed: Bool {
+        if case .allow = self { return true }
+        return false
+    }
+
+    /// The reason for a denial; nil when allowed.
+    public var failure: PinningFailure? {
+        if case .deny(let failure) = self { return failure }
+        return nil
+    }
+
+    /// A one-line summary for logs.
+    public var description: String {
+        switch self {
+        case .allow(let chain):
+            "allowed: \(chain.first?.subject ?? "?") is trusted and pinned"
+        case .deny(let failure):
+            "denied: \(failure)"
+        }
+    }
+}
+
+/// Why a connection was refused by pinning or by the normal trust evaluation before it.
+///
+/// The ``description`` is written for the person reading the log: what happened and what to do.
+/// Match on ``reason`` in code:
+///
+/// ```swift
+/// if case .pinMismatch = failure.reason { alertSecurityTeam(failure) }
+/// ```
+public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of failure.
+    public enum Reason: Sendable, Hashable {
+        /// The normal trust evaluation refused the chain (anchor, dates, host name, ...).
+        /// Pinning never overrides it.
+        case chainNotTrusted(ChainValidationError)
+        /// The host has valid pins, but none matches the validated chain.
+        case pinMismatch
+        /// The store holds no valid pin for the host. `updateResult` is the outcome of the
+        /// update tried before giving up, nil when none was tried.
+        case noPinsForHost(updateResult: PinStore.UpdateResult?)
+        /// The host is not among ``PinStore/Configuration/expectedCommonNames``.
+        case hostNotExpected
+    }
+
+    /// The host name (or IP address) the client connected to.
+    public let host: String
+    /// The kind of failure.
+    public let reason: Reason
+
+    /// Creates a failure for `host`.
+    public init(host: String, reason: Reason) {
+        self.host = host
+        self.reason = reason
+    }
+
+    /// What happened and what to do next, for the person reading the log.
+    public var description: String {
+        switch reason {
+        case .chainNotTrusted(let error):
+            return "\(host): the certificate chain is not trusted (\(error.reason.rawValue) at depth \(error.depth): \(error.detail)). "
+                + "Pinning never relaxes the normal trust evaluation: fix the server's certificate or configure its CA as a trust anchor."
+        case .pinMismatch:
+            return "\(host): the server's certificate chain matches none of the pins for this host. "
+                + "Either its certificate changed without its fingerprint being published in the signed list "
+                + "(publish it, then update the store), or the connection is being intercepted."
+        case .noPinsForHost(let updateResult):
+            var text = "\(host): the store holds no valid pin for this host, so the connection is refused. "
+                + "Add the host to the signed list, or update the store before connecting (PinStore.update(), or updateOnEmpty)."
+            if let updateResult {
+                text += " An update was tried first and ended with \(updateResult)."
+            }
+            return text
+        case .hostNotExpected:
+            return "\(host) is not among the store's expectedCommonNames, so no certificate can be trusted for it. "
+                + "Add it to expectedCommonNames if it should be pinned."
+        }
+    }
+}

@@ -1,2 +1,0 @@
-// Placeholder until the adapters land.
-enum PinStoreNIOPlaceholder {}

@@ -1,0 +1,147 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import PinStore
+
+/// Pinning for SwiftNIO TLS clients: a ready `NIOSSLCustomVerificationCallbackWithMetadata`
+/// that performs the normal trust evaluation and the pin check (``PinningEvaluator``), and a
+/// maker of `NIOSSLClientHandler`s that use it.
+///
+/// ```swift
+/// let verifier = PinningTLSVerifier(store: store)
+/// let context = try NIOSSLContext(configuration: .makeClientConfiguration())
+/// let bootstrap = ClientBootstrap(group: NIOSingletons.posixEventLoopGroup)
+///     .channelInitializer { channel in
+///         channel.eventLoop.makeCompletedFuture {
+///             let tls = try verifier.makeClientHandler(context: context, serverHostname: "api.example.com")
+///             try channel.pipeline.syncOperations.addHandler(tls)
+///             // ... HTTP handlers; send the request after `TLSUserEvent.handshakeCompleted`
+///         }
+///     }
+/// ```
+///
+/// The custom callback replaces swift-nio-ssl's own chain verification, so this verifier does
+/// all of it (anchors, dates, host name) before pinning: it never relaxes what the default
+/// verification would refuse. A refused chain fails the handshake before any application byte is
+/// written.
+public struct PinningTLSVerifier: Sendable {
+    /// The decision this verifier applies.
+    public let evaluator: PinningEvaluator
+    let logger: Logger
+
+    /// A verifier applying `evaluator`.
+    public init(evaluator: PinningEvaluator, logger: Logger? = nil) {
+        self.evaluator = evaluator
+        self.logger = logger ?? Logger(label: "PinStoreNIO", factory: { _ in SwiftLogNoOpLogHandler() })
+    }
+
+    /// A verifier pinning through `store` after normal evaluation against `trustRoots`.
+    ///
+    /// - Parameter updateOnEmpty: Whether a host without pins triggers one forced update of the
+    ///   store before deciding; the update runs off the event loop while the handshake waits.
+    public init(store: PinStore, trustRoots: TrustRoots = .system, updateOnEmpty: Bool = false, logger: Logger? = nil) {
+        self.init(evaluator: PinningEvaluator(store: store, trustRoots: trustRoots, updateOnEmpty: updateOnEmpty), logger: logger)
+    }
+
+    /// The verification callback for a connection to `serverHostname`.
+    ///
+    /// - Parameters:
+    ///   - serverHostname: The host name or IP address the client connects to; the chain must be
+    ///     valid for it and pinned under it.
+    ///   - onDecision: Called once with the decision (on the event loop, or on a concurrency
+    ///     thread after an update), before the promise completes. Use it to report the reason of
+    ///     a refused handshake: swift-nio-ssl itself only says the handshake failed.
+    public func verificationCallback(serverHostname: String,
+                                     onDecision: (@Sendable (PinningDecision) -> Void)? = nil) -> NIOSSLCustomVerificationCallbackWithMetadata {
+        let evaluator = self.evaluator
+        let logger = self.logger
+        return { certificates, promise in
+            // A certificate swift-nio-ssl cannot serialise becomes empty bytes, which the chain
+            // validator reports as malformed at its depth.
+            let presented = certificates.map { certificate in
+                (try? certificate.toDERBytes()).map { Data($0) } ?? Data()
+            }
+            // Chain validation and pin lookup are a few signature checks and hashes: cheap enough
+            // for the event loop. Only the optional update has to leave it.
+            let decision = evaluator.evaluateNow(host: serverHostname, presentedChain: presented)
+            if evaluator.updateOnEmpty, case .deny(let failure) = decision, case .noPinsForHost = failure.reason {
+                Task {
+                    let second = await evaluator.evaluate(host: serverHostname, presentedChain: presented)
+                    Self.complete(promise, with: second, onDecision: onDecision, logger: logger)
+                }
+                return
+            }
+            Self.complete(promise, with: decision, onDecision: onDecision, logger: logger)
+        }
+    }
+
+    /// A client TLS handler for `serverHostname` verified by this verifier.
+    ///
+    /// The SNI name is `serverHostname`, except for an IP address (TLS forbids those in SNI); the
+    /// chain is still checked against the address.
+    ///
+    /// - Throws: ``PinningTLSSetupError`` when `context`'s configuration has
+    ///   `certificateVerification` `.none` (or `.optionalVerification`): with it swift-nio-ssl
+    ///   ignores the callback's verdict and pinning would silently do nothing. Errors of
+    ///   `NIOSSLClientHandler` itself pass through.
+    public func makeClientHandler(context: NIOSSLContext, serverHostname: String,
+                                  onDecision: (@Sendable (PinningDecision) -> Void)? = nil) throws -> NIOSSLClientHandler {
+        try Self.checkVerificationEnabled(context.configuration)
+        let bareHost = serverHostname.hasPrefix("[") && serverHostname.hasSuffix("]")
+            ? String(serverHostname.dropFirst().dropLast()) : serverHostname
+        let isAddress = (try? SocketAddress(ipAddress: bareHost, port: 0)) != nil
+        return try NIOSSLClientHandler(context: context, serverHostname: isAddress ? nil : bareHost,
+                                       customVerificationCallbackWithMetadata: verificationCallback(serverHostname: bareHost, onDecision: onDecision))
+    }
+
+    /// Refuses a configuration under which a verification callback is not enforced.
+    static func checkVerificationEnabled(_ configuration: TLSConfiguration) throws(PinningTLSSetupError) {
+        if case .none = configuration.certificateVerification {
+            throw PinningTLSSetupError.certificateVerificationDisabled
+        }
+    }
+
+    private static func complete(_ promise: EventLoopPromise<NIOSSLVerificationResultWithMetadata>, with decision: PinningDecision,
+                                 onDecision: (@Sendable (PinningDecision) -> Void)?, logger: Logger) {
+        onDecision?(decision)
+        switch decision {
+        case .allow(let chain):
+            do {
+                let certificates = try chain.map { try NIOSSLCertificate(bytes: Array($0.derRepresentation), format: .der) }
+                guard !certificates.isEmpty else {
+                    promise.succeed(.failed)
+                    return
+                }
+                promise.succeed(.certificateVerified(VerificationMetadata(ValidatedCertificateChain(certificates))))
+            } catch {
+                logger.error("validated chain could not be handed to swift-nio-ssl; refusing", metadata: ["error": "\(error)"])
+                promise.succeed(.failed)
+            }
+        case .deny(let failure):
+            logger.warning("TLS connection refused by pinning", metadata: ["host": "\(failure.host)", "reason": "\(failure)"])
+            promise.succeed(.failed)
+        }
+    }
+}
+
+/// A TLS setup that would void pinning.
+public struct PinningTLSSetupError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable name for the problem.
+    public let code: String
+    /// What is wrong and what to do.
+    public let reason: String
+
+    /// `certificateVerification` is `.none` (or `.optionalVerification`): swift-nio-ssl does not
+    /// enforce a verification callback then.
+    public static let certificateVerificationDisabled = PinningTLSSetupError(
+        code: "certificateVerificationDisabled",
+        reason: "The TLSConfiguration has certificateVerification .none, under which swift-nio-ssl ignores a failed verification: pinning would silently do nothing. Use .fullVerification (the default of makeClientConfiguration()).")
+
+    /// The code and the reason.
+    public var description: String { "\(code): \(reason)" }
+    /// Equal when the codes are.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    /// Hashes the code.
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}

@@ -1,0 +1,80 @@
+#if canImport(FoundationNetworking)
+import Foundation
+import FoundationNetworking
+
+/// The transports of the pinned configurations made in this process, by slot index (from 1).
+///
+/// A configuration made again for the same store and settings reuses its slot, so making
+/// sessions repeatedly does not grow the registry. Entries live as long as the process, like
+/// the protocol classes that refer to them.
+enum PinnedSessionRegistry {
+    struct Key: Hashable {
+        let store: ObjectIdentifier
+        let anchors: [Data]
+        let includesSystemStore: Bool
+        let updateOnEmpty: Bool
+        let requestTimeout: TimeInterval
+    }
+
+    private struct Entries {
+        var transports: [PinnedHTTPSTransport] = []
+        var slots: [Key: Int] = [:]
+    }
+
+    private static let entries = LockedState(Entries())
+
+    /// The slot of the transport for `key`, made by `make` the first time.
+    static func slot(for key: Key, make: () -> PinnedHTTPSTransport) -> Int {
+        entries.withLock { entries in
+            if let slot = entries.slots[key] { return slot }
+            entries.transports.append(make())
+            let slot = entries.transports.count
+            entries.slots[key] = slot
+            return slot
+        }
+    }
+
+    static func transport(at slot: Int) -> PinnedHTTPSTransport? {
+        entries.withLock { entries in
+            (1...entries.transports.count).contains(slot) ? entries.transports[slot - 1] : nil
+        }
+    }
+
+    /// `PinnedHTTPSURLProtocol<S>` for the slot `index`.
+    static func protocolClass(forSlot index: Int) -> AnyClass {
+        func specialise<S: PinnedSessionSlot>(_ slot: S.Type) -> AnyClass { PinnedHTTPSURLProtocol<S>.self }
+        return specialise(slotType(index))
+    }
+
+    /// The slot type whose ``PinnedSessionSlot/index`` is `index` (>= 1): its binary digits
+    /// after the leading 1, spelled as nested generic types.
+    static func slotType(_ index: Int) -> any PinnedSessionSlot.Type {
+        guard index > 1 else { return SlotRoot.self }
+        func zero<P: PinnedSessionSlot>(_ prefix: P.Type) -> any PinnedSessionSlot.Type { SlotZero<P>.self }
+        func one<P: PinnedSessionSlot>(_ prefix: P.Type) -> any PinnedSessionSlot.Type { SlotOne<P>.self }
+        let prefix = slotType(index / 2)
+        return index % 2 == 0 ? zero(prefix) : one(prefix)
+    }
+}
+
+/// A type standing for a registry slot number, so that each pinned configuration can name a
+/// protocol class of its own (`PinnedHTTPSURLProtocol<Slot>`) without creating classes at run time.
+protocol PinnedSessionSlot: SendableMetatype {
+    static var index: Int { get }
+}
+
+/// Slot 1 (the leading binary digit).
+enum SlotRoot: PinnedSessionSlot {
+    static var index: Int { 1 }
+}
+
+/// `Prefix`'s number followed by a binary 0.
+enum SlotZero<Prefix: PinnedSessionSlot>: PinnedSessionSlot {
+    static var index: Int { Prefix.index * 2 }
+}
+
+/// `Prefix`'s number followed by a binary 1.
+enum SlotOne<Prefix: PinnedSessionSlot>: PinnedSessionSlot {
+    static var index: Int { Prefix.index * 2 + 1 }
+}
+#endif

@@ -1,0 +1,205 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import PinStore
+
+/// A value behind a lock, for test bookkeeping shared with event-loop handlers.
+final class Guarded<Value>: @unchecked Sendable {
+    // @unchecked: every access goes through `lock`.
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
+
+/// An HTTP/1.1 server on 127.0.0.1 (port 0), with TLS from fixture certificates or in the
+/// clear. It counts the bytes its HTTP layer received after decryption, so a test can prove
+/// that a refused client sent no request byte.
+final class TestServer: Sendable {
+    /// The port the server listens on.
+    let port: Int
+    private let channel: any Channel
+    private let children: Guarded<[any Channel]>
+    /// Decrypted bytes that reached the HTTP decoder, over all connections.
+    let receivedBytes: Guarded<Int>
+    /// The request targets received (method and URI), in arrival order.
+    let requests: Guarded<[String]>
+
+    private init(port: Int, channel: any Channel, children: Guarded<[any Channel]>, receivedBytes: Guarded<Int>, requests: Guarded<[String]>) {
+        self.port = port
+        self.channel = channel
+        self.children = children
+        self.receivedBytes = receivedBytes
+        self.requests = requests
+    }
+
+    /// Starts a TLS server presenting `chain` (PEM fixtures, leaf first) with `key`.
+    static func tls(chain: [String], key: String) async throws -> TestServer {
+        let certificates = try chain.flatMap { try NIOSSLCertificate.fromPEMFile(TestResources.fixtures.appendingPathComponent($0).path) }
+        let privateKey = try NIOSSLPrivateKey(file: TestResources.fixtures.appendingPathComponent(key).path, format: .pem)
+        let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) },
+                                                                     privateKey: .privateKey(privateKey))
+        return try await start(tls: try NIOSSLContext(configuration: configuration))
+    }
+
+    /// Starts a plain-HTTP server (the list server of the update tests).
+    static func plain() async throws -> TestServer {
+        try await start(tls: nil)
+    }
+
+    private static func start(tls: NIOSSLContext?) async throws -> TestServer {
+        let children = Guarded<[any Channel]>([])
+        let receivedBytes = Guarded(0)
+        let requests = Guarded<[String]>([])
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { child in
+                children.withLock { $0.append(child) }
+                return child.eventLoop.makeCompletedFuture {
+                    let pipeline = child.pipeline.syncOperations
+                    if let tls {
+                        try pipeline.addHandler(NIOSSLServerHandler(context: tls))
+                    }
+                    try pipeline.addHandler(ByteCounter(count: receivedBytes))
+                    try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
+                    try pipeline.addHandler(Responder(requests: requests))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        guard let port = channel.localAddress?.port else { throw TestServerError.noPort }
+        return TestServer(port: port, channel: channel, children: children, receivedBytes: receivedBytes, requests: requests)
+    }
+
+    /// Stops listening and closes every connection.
+    func shutdown() async {
+        for child in children.withLock({ $0 }) {
+            try? await child.close()
+        }
+        try? await channel.close()
+    }
+}
+
+enum TestServerError: Error { case noPort }
+
+/// The canned answers:
+/// - `/hello`: 200, `X-Test-Header: pinned`, body `hello over a pinned connection`;
+/// - `/redirect?to=<url>`: 302 to `<url>`;
+/// - `/echo`: 200, body `<METHOD> <request body>`;
+/// - `/slow`: never answers (timeouts and cancellation);
+/// - `/big`: 200 with 1 MiB of a repeating pattern, chunked;
+/// - `/list.json`: `Fixtures/lists/static-good.json`;
+/// - anything else: 404.
+private final class Responder: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    static let helloBody = "hello over a pinned connection"
+    private let requests: Guarded<[String]>
+    private var head: HTTPRequestHead?
+    private var body = ByteBuffer()
+
+    init(requests: Guarded<[String]>) { self.requests = requests }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+            body.clear()
+            requests.withLock { $0.append("\(head.method.rawValue) \(head.uri)") }
+        case .body(var chunk):
+            body.writeBuffer(&chunk)
+        case .end:
+            guard let head else { return }
+            respond(to: head, context: context)
+        }
+    }
+
+    private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let components = URLComponents(string: head.uri)
+        switch components?.path ?? "" {
+        case "/hello":
+            send(.ok, ["X-Test-Header": "pinned", "Content-Type": "text/plain"], Self.helloBody, context: context)
+        case "/redirect":
+            let target = components?.queryItems?.first { $0.name == "to" }?.value ?? "/"
+            send(.found, ["Location": target], "", context: context)
+        case "/echo":
+            send(.ok, [:], head.method.rawValue + " " + String(buffer: body), context: context)
+        case "/slow":
+            break
+        case "/big":
+            var headers = HTTPHeaders()
+            headers.add(name: "Transfer-Encoding", value: "chunked")
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+            for _ in 0..<(1 << 20) / 1024 {
+                context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: Self.bigChunk)))), promise: nil)
+            }
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        case "/list.json":
+            let list = (try? TestResources.fixtureText("lists/static-good.json")) ?? ""
+            send(.ok, ["Content-Type": "application/json"], list, context: context)
+        default:
+            send(.notFound, [:], "not found", context: context)
+        }
+    }
+
+    /// 1 KiB: the bytes 0...255 four times.
+    static let bigChunk: [UInt8] = (0..<1024).map { UInt8($0 % 256) }
+
+    private func send(_ status: HTTPResponseStatus, _ fields: [String: String], _ text: String, context: ChannelHandlerContext) {
+        var headers = HTTPHeaders(fields.map { ($0.key, $0.value) })
+        headers.add(name: "Content-Length", value: String(text.utf8.count))
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: text)))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+}
+
+/// Counts the (decrypted) bytes on their way to the HTTP decoder.
+private final class ByteCounter: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    private let count: Guarded<Int>
+    init(count: Guarded<Int>) { self.count = count }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = unwrapInboundIn(data).readableBytes
+        count.withLock { $0 += bytes }
+        context.fireChannelRead(data)
+    }
+}
+
+/// Stores and trust settings the adapter tests share.
+enum Pins {
+    static var anchors: TrustRoots {
+        get throws { .anchors([try TestResources.certificate("pki/root-ca.pem")]) }
+    }
+
+    /// A store whose pins are `fallback` (static-format JSON; fallback signatures are not checked).
+    static func store(fallback: Data?, serviceURL: String = "http://127.0.0.1:1/unused") throws -> PinStore {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-nio-\(UUID().uuidString)")
+        return try PinStore(configuration: .init(
+            serviceURL: URL(string: serviceURL)!,
+            publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
+            fallbackData: fallback,
+            storageDirectory: directory,
+            requestTimeout: 5))
+    }
+
+    /// `lists/static-good.json`: localhost pinned to `pki/localhost.pem`.
+    static func good() throws -> PinStore {
+        try store(fallback: TestResources.fixture("lists/static-good.json"))
+    }
+
+    /// A store pinning `certificate` (a PEM fixture) for localhost at `depth`.
+    static func pinning(_ certificate: String, depth: Int = 0) throws -> PinStore {
+        let fingerprint = try TestResources.certificate(certificate).fingerprintBase64
+        let list = #"{"fingerprints":[{"name":"localhost","fingerprint":"\#(fingerprint)","expires":4102444799,"depth":\#(depth)}]}"#
+        return try store(fallback: Data(list.utf8))
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import PinStore
+import Testing
+
+/// The decision every adapter uses, over fixture chains (no network).
+@Suite struct PinningEvaluatorTests {
+    let anchors: TrustRoots
+
+    init() throws {
+        anchors = .anchors([try TestResources.certificate("pki/root-ca.pem")])
+    }
+
+    /// A store whose only pins are `fallback` (a static-format list; fallback signatures are not checked).
+    static func store(fallback: Data?, expectedCommonNames: [String]? = nil,
+                      serviceURL: String = "http://127.0.0.1:1/unused") throws -> PinStore {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("pinstore-evaluator-\(UUID().uuidString)")
+        return try PinStore(configuration: .init(
+            serviceURL: URL(string: serviceURL)!,
+            publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
+            expectedCommonNames: expectedCommonNames,
+            fallbackData: fallback,
+            storageDirectory: directory,
+            requestTimeout: 2))
+    }
+
+    /// A one-entry list pinning `certificate` (a PEM fixture) for `name` at `depth`.
+    static func list(pinning certificate: String, for name: String = "localhost", depth: Int = 0) throws -> Data {
+        let fingerprint = try TestResources.certificate(certificate).fingerprintBase64
+        return Data(#"{"fingerprints":[{"name":"\#(name)","fingerprint":"\#(fingerprint)","expires":4102444799,"depth":\#(depth)}]}"#.utf8)
+    }
+
+    func evaluator(_ store: PinStore, updateOnEmpty: Bool = false) -> PinningEvaluator {
+        PinningEvaluator(store: store, trustRoots: anchors, updateOnEmpty: updateOnEmpty)
+    }
+
+    @Test func pinnedLeafIsAllowedWithTheValidatedChain() async throws {
+        let store = try Self.store(fallback: TestResources.fixture("lists/static-good.json"))
+        let decision = await evaluator(store).evaluate(host: "localhost", presentedChain: try TestResources.chainDER("pki/localhost-chain.pem"))
+        guard case .allow(let chain) = decision else {
+            Issue.record("expected allow, got \(decision)")
+            return
+        }
+        #expect(chain.map(\.commonName) == ["localhost", "PinStore Test Intermediate CA", "PinStore Test Root CA"])
+    }
+
+    @Test func attackerCertificateChainedToTheTrustedCAIsAPinMismatch() async throws {
+        let store = try Self.store(fallback: TestResources.fixture("lists/static-good.json"))
+        let decision = await evaluator(store).evaluate(host: "localhost", presentedChain: try TestResources.chainDER("pki/attacker-chain.pem"))
+        #expect(decision.failure?.reason == .pinMismatch)
+    }
+
+    @Test func intermediatePinnedAtDepthOneIsAllowed() async throws {
+        let store = try Self.store(fallback: TestResources.fixture("lists/static-depth.json"))
+        let decision = await evaluator(store).evaluate(host: "localhost", presentedChain: try TestResources.chainDER("pki/localhost-chain.pem"))
+        #expect(decision.isAllowed)
+    }
+
+    @Test func intermediatePinnedAtDepthOneDoesNotMatchTheLeaf() async throws {
+        // The intermediate's fingerprint pinned at depth 0 must not match a chain whose leaf differs.
+        let store = try Self.store(fallback: Self.list(pinning: "pki/intermediate-ca.pem", depth: 0))
+        let decision = await evaluator(store).evaluate(host: "localhost", presentedChain: try TestResources.chainDER("pki/localhost-chain.pem"))
+        #expect(decision.failure?.reason == .pinMismatch)
+    }
+
+    @Test func pinnedButExpiredIsNotTrusted() async throws {
+        let store = try Self.store(fallback: Self.list(pinning: "pki/expired.pem"))
+        let decision = await evaluator(store).evaluate(host: "localhost", presentedChain: try TestResources.chainDER("pki/expired.pem", "pki/intermediate-ca.pem"))
+        guard case .chainNotTrusted(let error) = decision.failure?.reason else {
+            Issue.record("expected chainNotTrusted, got \(decision)")
+            return
+        }
+        #expect(error.reason == .expired)
+    }
+
+    @Test func pinnedButForAnotherHostIsNotTrusted() async throws {
+        let store = try Self.store(fallback: Self.list(pinning: "pki/wrong-host.pem"))
+        let decision = await evaluator(store).evaluate(host: "localhost", presentedChain: try TestResources.chainDER("pki/wrong-host.pem", "pki/intermediate-ca.pem"))
+        guard case .chainNotTrusted(let error) = decision.failure?.reason else {
+            Issue.record("expected chainNotTrusted, got \(decision)")
+            return
+        }
+        #expect(error.reason == .hostnameMismatch)
+    }
+
+    @Test func pinnedButSelfSignedWithoutAnAnchorIsNotTrusted() async throws {
+        let store = try Self.store(fallback: Self.list(pinning: "pki/self-signed.pem"))
+        let decision = await evaluator(store).evaluate(host: "localhost", presentedChain: try TestResources.chainDER("pki/self-signed.pem"))
+        guard case .chainNotTrusted(let error) = decision.failure?.reason else {
+            Issue.record("expected chainNotTrusted, got \(decision)")
+            return
+        }
+        #expect(error.reason == .untrustedSelfSigned)
+    }
+
+    @Test func emptyStoreDeniesWithNoPinsForHost() async throws {
+        let store = try Self.store(fallback: nil)
+        let decision = await evaluator(store).evaluate(host: "localhost", presentedChain: try TestResources.chainDER("pki/localhost-chain.pem"))
+        #expect(decision.failure?.reason == .noPinsForHost(updateResult: nil))
+    }
+
+    @Test func hostWithoutPinsIsDeniedEvenWhenTheChainIsValid() async throws {
+        // The fixture leaf is valid for 127.0.0.1 too, but the list pins only names.
+        let store = try Self.store(fallback: TestResources.fixture("lists/static-good.json"))
+        let decision = await evaluator(store).evaluate(host: "127.0.0.1", presentedChain: try TestResources.chainDER("pki/localhost-chain.pem"))
+        #expect(decision.failure?.reason == .noPinsForHost(updateResult: nil))
+    }
+
+    @Test func hostOutsideExpectedCommonNamesIsDenied() async throws {
+        let store = try Self.store(fallback: TestResources.fixture("lists/static-good.json"), expectedCommonNames: ["api.pinstore.test"])
+        let decision = await evaluator(store).evaluate(host: "localhost", presentedChain: try TestResources.chainDER("pki/localhost-chain.pem"))
+        #expect(decision.failure?.reason == .hostNotExpected)
+    }
+
+    @Test func updateOnEmptyReportsTheFailedUpdate() async throws {
+        // Port 1 on loopback: nothing listens, the forced update fails fast.
+        let store = try Self.store(fallback: nil)
+        let decision = await evaluator(store, updateOnEmpty: true).evaluate(host: "localhost", presentedChain: try TestResources.chainDER("pki/localhost-chain.pem"))
+        #expect(decision.failure?.reason == .noPinsForHost(updateResult: .networkError))
+    }
+
+    @Test func untrustedChainIsDeniedBeforeAnyUpdate() async throws {
+        // updateOnEmpty must not turn a chain failure into an update (nor into trust).
+        let store = try Self.store(fallback: nil)
+        let decision = await evaluator(store, updateOnEmpty: true).evaluate(host: "localhost", presentedChain: try TestResources.chainDER("pki/rogue-leaf.pem"))
+        guard case .chainNotTrusted = decision.failure?.reason else {
+            Issue.record("expected chainNotTrusted, got \(decision)")
+            return
+        }
+    }
+
+    @Test func evaluateNowMatchesTheAsyncDecisionWithoutUpdating() throws {
+        let store = try Self.store(fallback: TestResources.fixture("lists/static-good.json"))
+        let chain = try TestResources.chainDER("pki/localhost-chain.pem")
+        #expect(evaluator(store, updateOnEmpty: true).evaluateNow(host: "localhost", presentedChain: chain).isAllowed)
+        #expect(evaluator(store, updateOnEmpty: true).evaluateNow(host: "127.0.0.1", presentedChain: chain).failure?.reason == .noPinsForHost(updateResult: nil))
+    }
+
+    @Test func hostNameMatchingIgnoresCaseAndTrailingDot() async throws {
+        let store = try Self.store(fallback: TestResources.fixture("lists/static-good.json"))
+        let decision = await evaluator(store).evaluate(host: "LocalHost.", presentedChain: try TestResources.chainDER("pki/localhost-chain.pem"))
+        #expect(decision.isAllowed)
+    }
+
+    @Test func failureDescriptionNamesTheHostAndWhatToDo() {
+        let failure = PinningFailure(host: "api.example.com", reason: .pinMismatch)
+        #expect(failure.description.contains("api.example.com"))
+        #expect(failure.description.contains("publish"))
+        let empty = PinningFailure(host: "api.example.com", reason: .noPinsForHost(updateResult: .networkError))
+        #expect(empty.description.contains("networkError"))
+    }
+}
