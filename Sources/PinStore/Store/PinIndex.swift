@@ -4,7 +4,7 @@ import Foundation
 /// entries or a hundred thousand. Immutable: an update builds a new index and swaps it in.
 final class PinIndex: Sendable {
     struct Pin: Sendable {
-        let fingerprint: Data
+        let fingerprint: Digest32
         let expires: Int64
         let depth: Int
     }
@@ -22,7 +22,8 @@ final class PinIndex: Sendable {
         var exact: [String: [Pin]] = [:]
         var wildcard: [String: [Pin]] = [:]
         for entry in entries {
-            let pin = Pin(fingerprint: entry.fingerprint, expires: entry.expires, depth: entry.depth)
+            guard let fingerprint = Digest32(entry.fingerprint) else { continue }
+            let pin = Pin(fingerprint: fingerprint, expires: entry.expires, depth: entry.depth)
             let name = HostName.normalized(entry.name)
             if name.hasPrefix("*.") {
                 wildcard[String(name.dropFirst(2)), default: []].append(pin)
@@ -65,5 +66,27 @@ enum HostName {
         var result = needsWork ? String(decoding: name.utf8.map { ($0 >= 65 && $0 <= 90) ? $0 + 32 : $0 }, as: UTF8.self) : name
         if result.utf8.last == UInt8(ascii: ".") { result.removeLast() }
         return result
+    }
+}
+
+/// A SHA-256 digest held as four machine words, so the hot path compares pins without
+/// touching `Data` and in constant time (every word is always compared).
+struct Digest32: Sendable, Hashable {
+    let w0, w1, w2, w3: UInt64
+
+    /// nil unless `data` is exactly 32 bytes.
+    @inline(__always)
+    init?(_ data: Data) {
+        guard data.count == 32 else { return nil }
+        (w0, w1, w2, w3) = data.withUnsafeBytes { raw in
+            (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+             raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+        }
+    }
+
+    /// Equality without an early exit: the time does not depend on where the digests differ.
+    @inline(__always)
+    func constantTimeEquals(_ other: Digest32) -> Bool {
+        ((w0 ^ other.w0) | (w1 ^ other.w1) | (w2 ^ other.w2) | (w3 ^ other.w3)) == 0
     }
 }

@@ -127,8 +127,11 @@ public final class PinStore: Sendable {
     /// Only leaf pins (`depth` 0) can match a lone fingerprint; use
     /// ``validate(commonName:certificateChain:)`` for lists that pin issuers.
     public func validate(commonName: String, fingerprint: Data) -> ValidationResult {
-        validate(commonName: commonName) { pin in
-            pin.depth == 0 && ConstantTime.equals(pin.fingerprint, fingerprint)
+        // A fingerprint that is not 32 bytes can match nothing, but the name may still have pins.
+        let digest = Digest32(fingerprint)
+        return validate(commonName: commonName) { pin in
+            guard let digest else { return false }
+            return pin.depth == 0 && pin.fingerprint.constantTimeEquals(digest)
         }
     }
 
@@ -143,13 +146,18 @@ public final class PinStore: Sendable {
     /// The chain should be the one the normal trust evaluation validated, so an issuer pin
     /// matches only a certificate that really issued the leaf.
     public func validate(commonName: String, certificateChain: [Data]) -> ValidationResult {
-        var fingerprints = [Data?](repeating: nil, count: certificateChain.count)
+        var fingerprints = [Digest32?](repeating: nil, count: certificateChain.count)
         return validate(commonName: commonName) { pin in
             guard pin.depth < certificateChain.count else { return false }
-            if fingerprints[pin.depth] == nil {
-                fingerprints[pin.depth] = SHA256Digest.hash(certificateChain[pin.depth])
+            let digest: Digest32?
+            if let cached = fingerprints[pin.depth] {
+                digest = cached
+            } else {
+                digest = Digest32(SHA256Digest.hash(certificateChain[pin.depth]))
+                fingerprints[pin.depth] = digest
             }
-            return ConstantTime.equals(pin.fingerprint, fingerprints[pin.depth]!)
+            guard let digest else { return false }
+            return pin.fingerprint.constantTimeEquals(digest)
         }
     }
 
