@@ -1,0 +1,170 @@
+import Foundation
+
+/// Makes signed fingerprint lists in the wire format (`../shared/notes/wire-format.md`): the
+/// server side of ``ListSignatureVerifier``, for the command-line tool, the development list
+/// server and tests. Apps never sign; they only verify.
+///
+/// ```swift
+/// let signer = FingerprintListSigner(privateKey: try P256PrivateKey(pem: keyPEM))
+/// let entry = FingerprintEntry(name: "api.example.com", fingerprint: sha256OfLeafDER, expires: 1_900_000_000)
+/// let staticListJSON = try signer.staticList([entry])          // every entry signed
+/// let body = try FingerprintListSigner.challengeModeBody([entry], timestamp: 1_767_225_600)
+/// let header = try signer.challengeResponseSignature(challenge: challengeHeader, body: body)
+/// ```
+package struct FingerprintListSigner: Sendable {
+    /// The key whose public half the apps configure.
+    package let privateKey: P256PrivateKey
+
+    /// Creates a signer for `privateKey`.
+    package init(privateKey: P256PrivateKey) {
+        self.privateKey = privateKey
+    }
+
+    /// The DER ECDSA-SHA256 signature of one entry's ``FingerprintEntry/signedBytes``
+    /// (`name&base64(fingerprint)&expires`), as a static list carries it (after Base64).
+    package func signature(for entry: FingerprintEntry) throws(PinStoreError) -> Data {
+        try privateKey.signature(for: entry.signedBytes)
+    }
+
+    /// A complete static-mode list: `{"fingerprints":[...]}` with every entry signed.
+    ///
+    /// Members are written in a fixed order (`name`, `fingerprint`, `expires`, `depth` when it is
+    /// not 0, `signature`), one entry per line, so that lists diff well under version control.
+    /// The result is parsed back with the parser clients use, so a list that clients would
+    /// refuse (an empty name, a fingerprint that is not 32 bytes, an impossible `expires`, a
+    /// duplicate entry) is refused here, before anyone serves it.
+    package func staticList(_ entries: [FingerprintEntry]) throws(PinStoreError) -> Data {
+        var lines: [String] = []
+        lines.reserveCapacity(entries.count)
+        for entry in entries {
+            let signature = try signature(for: entry)
+            lines.append(Self.entryObject(entry, signature: signature))
+        }
+        let json = Self.document(members: [], entryLines: lines)
+        try Self.checkClientsAccept(json)
+        return json
+    }
+
+    /// A challenge-mode response body: `{"timestamp":...,"fingerprints":[...]}` without per-entry
+    /// signatures (the response signature covers the whole body). The body does not depend on
+    /// the key, so this is static; sign it per request with ``challengeResponseSignature(challenge:body:)``.
+    package static func challengeModeBody(_ entries: [FingerprintEntry], timestamp: Int64) throws(PinStoreError) -> Data {
+        let lines = entries.map { entryObject($0, signature: nil) }
+        let json = document(members: ["\"timestamp\": \(timestamp)"], entryLines: lines)
+        try checkClientsAccept(json)
+        return json
+    }
+
+    /// The `X-Cert-Pinning-Signature` value for one challenge-mode response: Base64 of the DER
+    /// ECDSA-SHA256 signature over UTF-8(`challenge` exactly as the client sent it) + `"&"` + `body`.
+    package func challengeResponseSignature(challenge: String, body: Data) throws(PinStoreError) -> String {
+        var signed = Data(challenge.utf8)
+        signed.append(UInt8(ascii: "&"))
+        signed.append(body)
+        return try privateKey.signature(for: signed).base64EncodedString()
+    }
+
+    // MARK: - JSON
+
+    private static func entryObject(_ entry: FingerprintEntry, signature: Data?) -> String {
+        var members = [
+            "\"name\": \(jsonString(entry.name))",
+            "\"fingerprint\": \(jsonString(entry.fingerprint.base64EncodedString()))",
+            "\"expires\": \(entry.expires)",
+        ]
+        if entry.depth != 0 {
+            members.append("\"depth\": \(entry.depth)")
+        }
+        if let signature {
+            members.append("\"signature\": \(jsonString(signature.base64EncodedString()))")
+        }
+        return "{" + members.joined(separator: ", ") + "}"
+    }
+
+    private static func document(members: [String], entryLines: [String]) -> Data {
+        var text = "{\n"
+        for member in members {
+            text += "  \(member),\n"
+        }
+        if entryLines.isEmpty {
+            text += "  \"fingerprints\": []\n"
+        } else {
+            text += "  \"fingerprints\": [\n    " + entryLines.joined(separator: ",\n    ") + "\n  ]\n"
+        }
+        text += "}\n"
+        return Data(text.utf8)
+    }
+
+    /// A JSON string literal for `value`, escaped by Foundation's encoder (names may hold any
+    /// character a server operator typed; the parser decides whether it is acceptable).
+    private static func jsonString(_ value: String) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else {
+            // Encoding a String cannot fail; an empty literal keeps the document well formed and
+            // the parse-back check then reports the entry.
+            return "\"\""
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private static func checkClientsAccept(_ json: Data) throws(PinStoreError) {
+        do {
+            _ = try FingerprintListDocument(body: json)
+        } catch {
+            throw PinStoreError(error.code, "Refusing to sign a list that clients would reject: \(error.reason)")
+        }
+    }
+}
+
+// MARK: - Reading back
+
+/// Reading lists back with the clients' own parser and verifier, so that tools (`pinstore
+/// verify`, `pinstore serve`) judge a list exactly as apps will.
+extension FingerprintListSigner {
+    /// One entry as parsed, with the per-entry signature it carried (nil when absent).
+    package struct ReadBackEntry: Sendable {
+        /// The parsed entry.
+        package let entry: FingerprintEntry
+        /// The `signature` member as served, not yet checked.
+        package let signature: String?
+    }
+
+    /// A list as parsed by the clients' strict parser, not yet verified.
+    package struct ReadBackList: Sendable {
+        /// The entries in list order.
+        package let entries: [ReadBackEntry]
+        /// The challenge-mode `timestamp`, when the body has one.
+        package let timestamp: Int64?
+    }
+
+    /// Parses `body` as clients do; throws ``PinStoreError/Code/invalidListData`` saying what
+    /// is wrong.
+    package static func readBack(_ body: Data) throws(PinStoreError) -> ReadBackList {
+        let document = try FingerprintListDocument(body: body)
+        return ReadBackList(entries: document.entries.map { ReadBackEntry(entry: $0.entry, signature: $0.signature) },
+                            timestamp: document.timestamp)
+    }
+
+    /// Whether one static-mode entry's signature verifies, by the clients' rules (strict
+    /// Base64; DER, or raw `r||s` as a convenience).
+    package static func entrySignatureIsValid(_ signature: String?, for entry: FingerprintEntry, publicKey: P256PublicKey) -> Bool {
+        guard let signature, let bytes = Base64.decodeStrict(signature) else { return false }
+        if bytes.count == 64, publicKey.isValidRawSignature(bytes, for: entry.signedBytes) {
+            return true
+        }
+        return publicKey.isValidSignature(bytes, for: entry.signedBytes)
+    }
+
+    /// Verifies a static list exactly as clients do: every entry signed, or the list is refused.
+    package static func verifyStaticList(_ body: Data, publicKey: P256PublicKey) throws(PinStoreError) -> [FingerprintEntry] {
+        try ListSignatureVerifier(publicKey: publicKey).verifyStatic(FingerprintListDocument(body: body))
+    }
+
+    /// Verifies a challenge-mode response exactly as clients do: the response signature over
+    /// `challenge & body`, then the body's format.
+    package static func verifyChallengeResponse(_ body: Data, challenge: String, signatureHeader: String?, publicKey: P256PublicKey) throws(PinStoreError) -> ReadBackList {
+        try ListSignatureVerifier(publicKey: publicKey).verifyChallenge(body: body, challenge: challenge, signatureHeader: signatureHeader)
+        return try readBack(body)
+    }
+}

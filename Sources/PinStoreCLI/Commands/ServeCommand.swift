@@ -1,0 +1,145 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import PinStore
+import PinStoreDevServer
+
+/// `pinstore serve`: a development list server on 127.0.0.1.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve a fingerprint list on 127.0.0.1 for development and tests.",
+        discussion: """
+            Static mode serves the signed list as it is, after checking that it verifies with
+            --key's public key. --challenge-mode answers like the deployed challenge-mode server:
+            every request must carry X-Cert-Pinning-Challenge (Base64 of 16 to 32 bytes) and the
+            response carries X-Cert-Pinning-Signature over challenge & body, signed with --key.
+            A static list given in challenge mode is served as a challenge-mode body stamped with
+            the start time.
+
+            Listens on 127.0.0.1 only; --port 0 picks a free port. Prints the URL, logs each
+            request, and runs until interrupted (Ctrl-C) or terminated.
+
+            Examples:
+              pinstore serve --key list-signing.key.pem --list list.json --port 8080
+              pinstore serve --key list-signing.key.pem --list list.json --challenge-mode --port 0
+              pinstore serve --key k.pem --list list.json --tls-cert localhost-chain.pem --tls-key localhost.key.pem --port 8443
+            """
+    )
+
+    @Option(help: "The list-signing private key (PEM).")
+    var key: String
+
+    @Option(help: "A file whose first line decrypts the key.")
+    var passphraseFile: String?
+
+    @Option(help: "The list to serve (a signed static list, or a challenge-mode body).")
+    var list: String
+
+    @Flag(help: "Sign every response over the client's challenge.")
+    var challengeMode = false
+
+    @Option(help: "PEM certificate chain (leaf first) to serve https.")
+    var tlsCert: String?
+
+    @Option(help: "PEM private key of the TLS leaf.")
+    var tlsKey: String?
+
+    @Option(help: "TCP port on 127.0.0.1 (0 picks a free one).")
+    var port: Int = 8080
+
+    func validate() throws {
+        if (tlsCert == nil) != (tlsKey == nil) {
+            throw ValidationError("--tls-cert and --tls-key go together.")
+        }
+        guard (0...65_535).contains(port) else {
+            throw ValidationError("--port \(port) is not a TCP port (0 picks a free one).")
+        }
+    }
+
+    func run() async throws {
+        let signingKey = try InputFiles.privateKey(key, passphraseFile: passphraseFile)
+        let fileBody = try InputFiles.data(list, what: "list file")
+        let parsed: FingerprintListSigner.ReadBackList
+        do {
+            parsed = try FingerprintListSigner.readBack(fileBody)
+        } catch {
+            throw CLIError("\(list): not a fingerprint list apps accept", error)
+        }
+        let responder: ListServerResponder
+        let description: String
+        if challengeMode {
+            var body = fileBody
+            if parsed.timestamp == nil {
+                do {
+                    body = try FingerprintListSigner.challengeModeBody(parsed.entries.map(\.entry), timestamp: Int64(Date().timeIntervalSince1970))
+                } catch {
+                    throw CLIError("\(list): cannot make a challenge-mode body", error)
+                }
+            }
+            responder = ListResponders.challengeList(body: body, signingKey: signingKey)
+            description = "challenge mode"
+        } else {
+            do {
+                _ = try FingerprintListSigner.verifyStaticList(fileBody, publicKey: try signingKey.publicKey)
+            } catch {
+                throw CLIError("\(list) does not verify with the public key of \(key); apps would refuse it (sign it with this key, or use --challenge-mode)", error)
+            }
+            responder = ListResponders.staticList(fileBody)
+            description = "static mode"
+        }
+        let tls: ListServerTLS?
+        if let tlsCert, let tlsKey {
+            do {
+                tls = try ListServerTLS(certificateChainFile: tlsCert, privateKeyFile: tlsKey)
+            } catch {
+                throw CLIError("\(error)")
+            }
+        } else {
+            tls = nil
+        }
+        let logged: ListServerResponder = { request in
+            let response = responder(request)
+            Console.print("\(request.method) \(request.uri) -> \(response.status)")
+            return response
+        }
+        let server: ListServer
+        do {
+            server = try await ListServer.start(port: port, tls: tls, responder: logged)
+        } catch {
+            throw CLIError("\(error)")
+        }
+        let publicKey = try signingKey.publicKey.x963Representation.base64EncodedString()
+        Console.print("serving \(list) (\(description), \(parsed.entries.count) entr\(parsed.entries.count == 1 ? "y" : "ies")) at \(server.baseURL.absoluteString)/")
+        Console.print("public key: \(publicKey)")
+        Console.print("press Ctrl-C to stop")
+
+        let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) {
+            Task { try? await server.shutdown() }
+        }
+        try? await server.waitUntilClosed()
+        try? await server.shutdown()
+        signals.cancel()
+        Console.print("stopped")
+    }
+}
+
+/// Runs a handler when one of the given signals arrives (instead of the default termination),
+/// so that the server can close its socket and exit cleanly.
+final class SignalWatcher {
+    private let sources: [any DispatchSourceSignal]
+
+    init(signals: [Int32], handler: @escaping @Sendable () -> Void) {
+        sources = signals.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: handler)
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() {
+        sources.forEach { $0.cancel() }
+    }
+}

@@ -1,1 +1,0 @@
-print("pinstore: coming soon")

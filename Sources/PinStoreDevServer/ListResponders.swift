@@ -1,0 +1,52 @@
+import Foundation
+import PinStore
+
+/// Ready-made responders that answer like the deployed list servers.
+package enum ListResponders {
+    /// The request header carrying the client's challenge in challenge mode.
+    package static let challengeHeader = "X-Cert-Pinning-Challenge"
+    /// The response header carrying the signature over `challenge & body` in challenge mode.
+    package static let signatureHeader = "X-Cert-Pinning-Signature"
+    /// Challenge sizes (decoded bytes) that deployed servers accept; clients send 16.
+    package static let acceptedChallengeLengths = 16...32
+
+    /// Static mode: `200` with `body` (a signed static list) as `application/json`, whatever
+    /// the request.
+    package static func staticList(_ body: Data) -> ListServerResponder {
+        { _ in
+            ListServerResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+        }
+    }
+
+    /// Challenge mode, as the deployed challenge-mode server answers: reads the
+    /// `X-Cert-Pinning-Challenge` header and answers `200` with `body` and an
+    /// `X-Cert-Pinning-Signature` header holding Base64 of the DER ECDSA-SHA256 signature over
+    /// UTF-8(challenge) + `"&"` + `body`, made with `signingKey`.
+    ///
+    /// A request without the header, or whose header is not Base64 of 16 to 32 bytes, gets
+    /// `400` with a one-line explanation.
+    package static func challengeList(body: Data, signingKey: P256PrivateKey) -> ListServerResponder {
+        let signer = FingerprintListSigner(privateKey: signingKey)
+        return { request in
+            guard let challenge = request.header(challengeHeader) else {
+                return plainText(400, "missing \(challengeHeader) header: this server is in challenge mode\n")
+            }
+            guard let bytes = Data(base64Encoded: challenge), acceptedChallengeLengths.contains(bytes.count) else {
+                return plainText(400, "\(challengeHeader) must be Base64 of \(acceptedChallengeLengths.lowerBound) to \(acceptedChallengeLengths.upperBound) random bytes\n")
+            }
+            do {
+                let signature = try signer.challengeResponseSignature(challenge: challenge, body: body)
+                return ListServerResponse(status: 200, headers: [
+                    ("Content-Type", "application/json"),
+                    (signatureHeader, signature),
+                ], body: body)
+            } catch {
+                return plainText(500, "signing failed: \(error)\n")
+            }
+        }
+    }
+
+    private static func plainText(_ status: Int, _ text: String) -> ListServerResponse {
+        ListServerResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Data(text.utf8))
+    }
+}

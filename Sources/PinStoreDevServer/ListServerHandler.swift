@@ -1,0 +1,73 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Turns decoded HTTP requests into ``ListServerRequest`` values, asks the responder, and
+/// writes its answer, after its delay when it has one. One instance per connection.
+final class ListServerHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let responder: ListServerResponder
+    private let counter: RequestCounter
+    private var pendingHead: HTTPRequestHead?
+
+    init(responder: @escaping ListServerResponder, counter: RequestCounter) {
+        self.responder = responder
+        self.counter = counter
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            counter.increment()
+            pendingHead = head
+        case .body:
+            // Lists are fetched with GET; request bodies are not used.
+            break
+        case .end:
+            guard let head = pendingHead else { return }
+            pendingHead = nil
+            let request = ListServerRequest(method: head.method.rawValue, uri: head.uri,
+                                            headers: head.headers.map { ($0.name, $0.value) })
+            let response = responder(request)
+            if response.delay > 0 {
+                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                let nanoseconds = Int64(min(response.delay, 3_600) * 1_000_000_000)
+                context.eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) {
+                    let (handler, context) = bound.value
+                    handler.write(response, for: head, context: context)
+                }
+            } else {
+                write(response, for: head, context: context)
+            }
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A client that gives up (a refused TLS handshake, a reset) ends only its connection.
+        context.close(promise: nil)
+    }
+
+    private func write(_ response: ListServerResponse, for request: HTTPRequestHead, context: ChannelHandlerContext) {
+        guard context.channel.isActive else { return }
+        var headers = HTTPHeaders(response.headers)
+        headers.replaceOrAdd(name: "Content-Length", value: String(response.body.count))
+        let keepAlive = request.isKeepAlive
+        if !keepAlive {
+            headers.replaceOrAdd(name: "Connection", value: "close")
+        }
+        let head = HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if request.method != .HEAD, !response.body.isEmpty {
+            var buffer = context.channel.allocator.buffer(capacity: response.body.count)
+            buffer.writeBytes(response.body)
+            context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        }
+        let written = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if !keepAlive {
+            let channel = context.channel
+            written.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+}

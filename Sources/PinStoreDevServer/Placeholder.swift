@@ -1,2 +1,0 @@
-// Placeholder until the dev server lands.
-enum PinStoreDevServerPlaceholder {}

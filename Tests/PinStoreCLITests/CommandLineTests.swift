@@ -1,0 +1,256 @@
+import Foundation
+import Testing
+import PinStore
+import PinStoreDevServer
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The `pinstore` commands as a user runs them: exit codes, output, error lines.
+struct CommandLineTests {
+    static let keyPath = TestResources.fixturePath("keys/list-signing.key.pem")
+    static let publicKeyB64Path = TestResources.fixturePath("keys/list-signing.pub.b64")
+
+    static func localhostTLS() throws -> ListServerTLS {
+        try ListServerTLS(certificateChainFile: TestResources.fixturePath("pki/localhost-chain.pem"),
+                          privateKeyFile: TestResources.fixturePath("pki/localhost.key.pem"))
+    }
+
+    // MARK: Help and errors
+
+    @Test(arguments: ["keygen", "fingerprint", "sign", "verify", "serve", "demo"])
+    func helpShowsAnExample(command: String) async throws {
+        let result = try await PinstoreBinary.run([command, "--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("Example"))
+        #expect(result.stdout.contains("pinstore \(command)") || result.stdout.contains("swift run pinstore \(command)"))
+    }
+
+    @Test func failureIsOneLineOnStandardErrorWithoutBacktrace() async throws {
+        let result = try await PinstoreBinary.run(["verify", "/nonexistent/list.json", "--public-key", Self.publicKeyB64Path])
+        #expect(result.status == 1)
+        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(result.stderr.hasPrefix("Error: "))
+        #expect(result.stderr.contains("/nonexistent/list.json"))
+        #expect(!result.stderr.contains("Backtrac"))
+    }
+
+    @Test func unreadableKeyIsReportedInOneLine() async throws {
+        let result = try await PinstoreBinary.run(["sign", "--key", TestResources.fixturePath("pki/localhost.pem"),
+                                                   "--cert", TestResources.fixturePath("pki/localhost.pem")])
+        #expect(result.status == 1)
+        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(result.stderr.contains("reading the key"))
+    }
+
+    // MARK: keygen
+
+    @Test func keygenKeySignsListsThatVerifyWithThePrintedPublicKey() async throws {
+        let directory = try TestResources.temporaryDirectory()
+        let key = directory.appendingPathComponent("key.pem").path
+        let keygen = try await PinstoreBinary.run(["keygen", "--out", key])
+        try #require(keygen.status == 0, "\(keygen.stderr)")
+        let lines = keygen.stdout.split(separator: "\n").map(String.init)
+        let marker = try #require(lines.firstIndex { $0.hasPrefix("public key (Base64 X9.63") })
+        let publicKey = lines[marker + 1]
+        #expect(try P256PublicKey(configuredString: publicKey).x963Representation.count == 65)
+
+        let list = directory.appendingPathComponent("list.json").path
+        let sign = try await PinstoreBinary.run(["sign", "--key", key, "--cert", TestResources.fixturePath("pki/localhost.pem"), "--out", list])
+        try #require(sign.status == 0, "\(sign.stderr)")
+        let verify = try await PinstoreBinary.run(["verify", list, "--public-key", publicKey])
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+    }
+
+    @Test func keygenWritesTheKeyReadableByItsOwnerOnly() async throws {
+        let key = try TestResources.temporaryDirectory().appendingPathComponent("key.pem").path
+        _ = try await PinstoreBinary.run(["keygen", "--out", key])
+        let permissions = try FileManager.default.attributesOfItem(atPath: key)[.posixPermissions] as? Int
+        #expect(permissions == 0o600)
+    }
+
+    @Test func keygenWithPassphraseEncryptsTheKey() async throws {
+        let directory = try TestResources.temporaryDirectory()
+        let key = directory.appendingPathComponent("key.pem").path
+        let passphrase = directory.appendingPathComponent("pass.txt")
+        try Data("correct horse\n".utf8).write(to: passphrase)
+        let keygen = try await PinstoreBinary.run(["keygen", "--out", key, "--passphrase-file", passphrase.path])
+        try #require(keygen.status == 0, "\(keygen.stderr)")
+        #expect(try String(contentsOfFile: key, encoding: .utf8).contains("BEGIN ENCRYPTED PRIVATE KEY"))
+        let certificate = TestResources.fixturePath("pki/localhost.pem")
+        let withoutPassphrase = try await PinstoreBinary.run(["sign", "--key", key, "--cert", certificate])
+        #expect(withoutPassphrase.status == 1)
+        let withPassphrase = try await PinstoreBinary.run(["sign", "--key", key, "--passphrase-file", passphrase.path, "--cert", certificate])
+        #expect(withPassphrase.status == 0, "\(withPassphrase.stderr)")
+    }
+
+    @Test func keygenRefusesToOverwriteAnExistingKey() async throws {
+        let key = try TestResources.temporaryDirectory().appendingPathComponent("key.pem").path
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: key))
+        let result = try await PinstoreBinary.run(["keygen", "--out", key])
+        #expect(result.status == 1)
+        #expect(try String(contentsOfFile: key, encoding: .utf8) == "keep me")
+    }
+
+    // MARK: fingerprint
+
+    @Test func fingerprintOfADERFileMatchesTheLibrary() async throws {
+        let result = try await PinstoreBinary.run(["fingerprint", TestResources.fixturePath("pki/localhost.der")])
+        let certificate = try TestResources.certificate("pki/localhost.pem")
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("fingerprint:         \(certificate.fingerprintBase64)"))
+        #expect(result.stdout.contains(certificate.fingerprintHex))
+        #expect(result.stdout.contains("SPKI-SHA256-BASE64:  \(certificate.spkiSHA256Base64)"))
+    }
+
+    @Test func fingerprintOfABundleListsEveryCertificate() async throws {
+        let result = try await PinstoreBinary.run(["fingerprint", TestResources.fixturePath("pki/bundle-with-junk.pem")])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("certificate 3 of 3"))
+    }
+
+    @Test func fingerprintOfAHostShowsThePresentedChainAsUnverified() async throws {
+        let server = try await ListServer.start(tls: Self.localhostTLS(), responder: ListResponders.staticList(Data()))
+        let result = try await PinstoreBinary.run(["fingerprint", "127.0.0.1:\(server.port)"])
+        try await server.shutdown()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("NOT verified"))
+        #expect(result.stdout.contains(try TestResources.certificate("pki/localhost.pem").fingerprintBase64))
+        #expect(result.stdout.contains(try TestResources.certificate("pki/intermediate-ca.pem").fingerprintBase64))
+    }
+
+    @Test func fingerprintOfAClosedPortFailsWithOneLine() async throws {
+        // Start and stop a server to get a port that is free right now.
+        let server = try await ListServer.start(responder: ListResponders.staticList(Data()))
+        let port = server.port
+        try await server.shutdown()
+        let result = try await PinstoreBinary.run(["fingerprint", "127.0.0.1:\(port)", "--timeout", "3"])
+        #expect(result.status == 1)
+        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(result.stderr.contains("cannot connect"))
+    }
+
+    // MARK: sign
+
+    @Test func signFromAHostPinsThePresentedLeaf() async throws {
+        let server = try await ListServer.start(tls: Self.localhostTLS(), responder: ListResponders.staticList(Data()))
+        let result = try await PinstoreBinary.run(["sign", "--key", Self.keyPath, "--host", "127.0.0.1:\(server.port)"])
+        try await server.shutdown()
+        try #require(result.status == 0, "\(result.stderr)")
+        let entries = try FingerprintListSigner.verifyStaticList(Data(result.stdout.utf8), publicKey: P256PublicKey(configuredString: TestResources.fixtureText("keys/list-signing.pub.b64")))
+        let leaf = try TestResources.certificate("pki/localhost.pem")
+        #expect(entries.map(\.name) == ["localhost"])
+        #expect(entries.map(\.fingerprint) == [leaf.fingerprint])
+    }
+
+    @Test func signExpiresOptionOverridesNotAfter() async throws {
+        let result = try await PinstoreBinary.run(["sign", "--key", Self.keyPath, "--cert", TestResources.fixturePath("pki/localhost.pem"),
+                                                   "--expires", "2030-01-01T00:00:00Z"])
+        try #require(result.status == 0, "\(result.stderr)")
+        let list = try FingerprintListSigner.readBack(Data(result.stdout.utf8))
+        #expect(list.entries.map(\.entry.expires) == [1_893_456_000])
+    }
+
+    @Test func signEntryAcceptsHexFingerprints() async throws {
+        let certificate = try TestResources.certificate("pki/localhost.pem")
+        let result = try await PinstoreBinary.run(["sign", "--key", Self.keyPath, "--entry", "localhost,\(certificate.fingerprintHex),4102444799"])
+        try #require(result.status == 0, "\(result.stderr)")
+        #expect(try FingerprintListSigner.readBack(Data(result.stdout.utf8)).entries.map(\.entry.fingerprint) == [certificate.fingerprint])
+    }
+
+    @Test func signRefusesAShortFingerprint() async throws {
+        let result = try await PinstoreBinary.run(["sign", "--key", Self.keyPath, "--entry", "localhost,AAAA,4102444799"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("--entry"))
+    }
+
+    // MARK: verify
+
+    @Test func verifyMarksTheTamperedEntryAndFails() async throws {
+        let result = try await PinstoreBinary.run(["verify", TestResources.fixturePath("lists/static-tampered-fingerprint.json"),
+                                                   "--public-key", Self.publicKeyB64Path])
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("valid          api.pinstore.test"))
+        #expect(result.stdout.contains("bad signature  localhost"))
+    }
+
+    @Test func verifyPassesTheGoodFixtureList() async throws {
+        let result = try await PinstoreBinary.run(["verify", TestResources.fixturePath("lists/static-good.json"),
+                                                   "--public-key", TestResources.fixturePath("keys/list-signing.pub.pem")])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    }
+
+    @Test func verifyFailsAListSignedWithAnotherKey() async throws {
+        let result = try await PinstoreBinary.run(["verify", TestResources.fixturePath("lists/static-wrong-key.json"),
+                                                   "--public-key", Self.publicKeyB64Path])
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("bad signature"))
+    }
+
+    @Test func verifyFailsAnEmptyList() async throws {
+        let result = try await PinstoreBinary.run(["verify", TestResources.fixturePath("lists/static-empty.json"),
+                                                   "--public-key", Self.publicKeyB64Path])
+        #expect(result.status == 1)
+    }
+
+    @Test func verifyAcceptsTheChallengeFixture() async throws {
+        let result = try await PinstoreBinary.run(["verify", TestResources.fixturePath("lists/challenge-good.json"),
+                                                   "--public-key", Self.publicKeyB64Path,
+                                                   "--challenge", TestResources.fixtureText("lists/challenge.txt"),
+                                                   "--signature", TestResources.fixtureText("lists/challenge-good.sig")])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    }
+
+    @Test func verifyRefusesAChallengeSignatureOverAnotherChallenge() async throws {
+        let result = try await PinstoreBinary.run(["verify", TestResources.fixturePath("lists/challenge-good.json"),
+                                                   "--public-key", Self.publicKeyB64Path,
+                                                   "--challenge", TestResources.fixtureText("lists/challenge.txt"),
+                                                   "--signature", TestResources.fixtureText("lists/challenge-other-challenge.sig")])
+        #expect(result.status == 1)
+        #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+
+    // MARK: serve
+
+    static func startServe(_ extra: [String]) throws -> RunningProcess {
+        let binary = try #require(PinstoreBinary.path, "pinstore was not built")
+        return try RunningProcess(binary, ["serve", "--key", keyPath, "--port", "0"] + extra)
+    }
+
+    @Test func serveAnswersWithTheSignedListAndStopsOnSIGINT() async throws {
+        let list = TestResources.fixturePath("lists/static-good.json")
+        let serve = try Self.startServe(["--list", list])
+        let url = try #require(try await serve.waitForOutput(matching: #"http://127\.0\.0\.1:[0-9]+"#), "no URL: \(serve.stderr)")
+        let response = try await HTTPTestClient.get(try #require(URL(string: url + "/list.json")))
+        let status = try await serve.stop(with: SIGINT)
+        #expect(response.status == 200)
+        #expect(response.body == (try TestResources.fixture("lists/static-good.json")))
+        #expect(status == 0)
+    }
+
+    @Test func serveStopsOnSIGTERM() async throws {
+        let serve = try Self.startServe(["--list", TestResources.fixturePath("lists/static-good.json")])
+        _ = try await serve.waitForOutput(matching: #"http://127\.0\.0\.1:[0-9]+"#)
+        #expect(try await serve.stop(with: SIGTERM) == 0)
+    }
+
+    @Test func serveInChallengeModeSignsEachRequestsChallenge() async throws {
+        let serve = try Self.startServe(["--list", TestResources.fixturePath("lists/static-good.json"), "--challenge-mode"])
+        let url = try #require(try await serve.waitForOutput(matching: #"http://127\.0\.0\.1:[0-9]+"#), "no URL: \(serve.stderr)")
+        let challenge = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let response = try await HTTPTestClient.get(try #require(URL(string: url)), headers: ["X-Cert-Pinning-Challenge": challenge])
+        _ = try await serve.stop()
+        let key = try P256PublicKey(configuredString: TestResources.fixtureText("keys/list-signing.pub.b64"))
+        let list = try FingerprintListSigner.verifyChallengeResponse(response.body, challenge: challenge,
+                                                                     signatureHeader: response.header("X-Cert-Pinning-Signature"), publicKey: key)
+        #expect(list.entries.count == 4)
+        #expect(list.timestamp != nil)
+    }
+
+    @Test func serveRefusesAListThatDoesNotVerifyWithItsKey() async throws {
+        let result = try await PinstoreBinary.run(["serve", "--key", Self.keyPath, "--port", "0",
+                                                   "--list", TestResources.fixturePath("lists/static-wrong-key.json")])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("does not verify"))
+    }
+}

@@ -1,0 +1,27 @@
+import Foundation
+import Testing
+
+/// `pinstore demo`: the whole flow on loopback, as a newcomer runs it.
+struct DemoCommandTests {
+    static let fixtures = TestResources.fixtures.path
+
+    @Test(arguments: [[], ["--challenge-mode"]])
+    func demoAllowsThePinnedServerAndRefusesTheImpostor(extra: [String]) async throws {
+        let started = Date()
+        let result = try await PinstoreBinary.run(["demo", "--fixtures", Self.fixtures] + extra)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let rows = result.stdout.split(separator: "\n")
+        #expect(rows.contains { $0.hasPrefix("real API") && $0.contains("  allowed  ") && $0.contains("HTTP 200") })
+        #expect(rows.contains { $0.hasPrefix("impostor") && $0.contains("  refused  ") && $0.contains("got 0 request") })
+        #expect(rows.contains { $0.hasPrefix("fetch + verify + store") && $0.contains("  ok  ") })
+        // The budget: within 30 seconds of a built binary on 2 cores.
+        #expect(Date().timeIntervalSince(started) < 30)
+    }
+
+    @Test func demoWithoutFixturesFailsWithOneLine() async throws {
+        let result = try await PinstoreBinary.run(["demo", "--fixtures", "/nonexistent/Fixtures"])
+        #expect(result.status == 1)
+        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(result.stderr.contains("--fixtures"))
+    }
+}
