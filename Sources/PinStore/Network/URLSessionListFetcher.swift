@@ -71,18 +71,23 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
         fail(PinStoreError(.network, "The list download was cancelled."))
     }
 
+    /// Records the first failure and cancels the transfer.
     private func fail(_ error: PinStoreError) {
-        let task = state.withLock { state -> URLSessionDataTask? in
+        record(error)
+        state.withLock { $0.task }?.cancel()
+    }
+
+    /// Records the first failure; the caller ends the transfer through a completion handler.
+    private func record(_ error: PinStoreError) {
+        state.withLock { state in
             if state.failure == nil { state.failure = error }
-            return state.task
         }
-        task?.cancel()
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                     completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
         if response.expectedContentLength > Int64(request.maximumBodySize) {
-            fail(PinStoreError(.invalidListData, "The server announced a \(response.expectedContentLength)-byte list; the limit is \(request.maximumBodySize) bytes."))
+            record(PinStoreError(.invalidListData, "The server announced a \(response.expectedContentLength)-byte list; the limit is \(request.maximumBodySize) bytes."))
             completionHandler(.cancel)
             return
         }
@@ -102,7 +107,9 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
                     newRequest: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
         guard let target = newRequest.url, target.isAcceptableListURL(allowingLoopbackHTTP: request.allowsLoopbackHTTP) else {
-            fail(PinStoreError(.network, "The list server redirected to \(newRequest.url?.absoluteString ?? "an unknown URL"); only https redirects are followed."))
+            // Declining the redirect completes the task with the 3xx response; cancelling here
+            // as well would make FoundationNetworking trap on Linux.
+            record(PinStoreError(.network, "The list server redirected to \(newRequest.url?.absoluteString ?? "an unknown URL"); only https redirects are followed."))
             completionHandler(nil)
             return
         }

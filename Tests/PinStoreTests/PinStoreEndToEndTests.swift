@@ -1,0 +1,133 @@
+import Foundation
+import PinStoreDevServer
+import Testing
+@testable import PinStore
+
+/// Updates through the real URLSession fetcher against a real HTTP server on 127.0.0.1.
+/// (URLSession on Linux trusts only the system store, so these use loopback http, which the
+/// store allows for development: the list is signed, so everything but TLS is exercised.)
+@Suite struct PinStoreEndToEndTests {
+    func store(_ server: ListServer, directory: TemporaryDirectory, useChallenge: Bool = false,
+               timeout: TimeInterval = 5, maximumListSize: Int = 1 << 20) throws -> PinStore {
+        var configuration = try StoreFixtures.configuration(directory: directory.url, useChallenge: useChallenge,
+                                                            maximumListSize: maximumListSize,
+                                                            serviceURL: server.baseURL.appendingPathComponent("list.json"))
+        configuration.requestTimeout = timeout
+        return try PinStore(configuration: configuration, fetcher: URLSessionListFetcher(), clock: ManualClock.inValidPeriod())
+    }
+
+    func withServer<T>(_ responder: @escaping ListServerResponder, _ body: (ListServer, TemporaryDirectory) async throws -> T) async throws -> T {
+        let server = try await ListServer.start(responder: responder)
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        do {
+            let result = try await body(server, directory)
+            try await server.shutdown()
+            return result
+        } catch {
+            try? await server.shutdown()
+            throw error
+        }
+    }
+
+    @Test func staticListUpdatesOverRealHTTP() async throws {
+        try await withServer(ListResponders.staticList(try StoreFixtures.list("static-good.json"))) { server, directory in
+            let store = try store(server, directory: directory)
+            let report = await store.updateWithReport()
+            #expect(report.result == .ok, "\(report.error?.description ?? "")")
+            #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+            #expect(server.requestCount == 1)
+        }
+    }
+
+    @Test func challengeModeUpdatesOverRealHTTPWithAFreshSignaturePerRequest() async throws {
+        let responder = ListResponders.challengeList(body: try StoreFixtures.list("challenge-good.json"), signingKey: try StoreFixtures.signingKey())
+        try await withServer(responder) { server, directory in
+            let store = try store(server, directory: directory, useChallenge: true)
+            #expect(await store.update() == .ok)
+            #expect(await store.update(mode: .forced) == .ok)
+            #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+            #expect(server.requestCount == 2)
+        }
+    }
+
+    @Test func challengeModeResponseSignedWithAnotherKeyIsInvalidSignature() async throws {
+        let responder = ListResponders.challengeList(body: try StoreFixtures.list("challenge-good.json"), signingKey: try StoreFixtures.otherSigningKey())
+        try await withServer(responder) { server, directory in
+            let store = try store(server, directory: directory, useChallenge: true)
+            #expect(await store.update() == .invalidSignature)
+        }
+    }
+
+    @Test func httpErrorStatusIsNetworkError() async throws {
+        try await withServer({ _ in ListServerResponse(status: 500, body: Data("oops".utf8)) }) { server, directory in
+            let store = try store(server, directory: directory)
+            #expect(await store.update() == .networkError)
+        }
+    }
+
+    @Test func redirectToPlainHTTPElsewhereIsRefused() async throws {
+        let responder: ListServerResponder = { _ in
+            ListServerResponse(status: 302, headers: [("Location", "http://pins.pinstore.invalid/list.json")])
+        }
+        try await withServer(responder) { server, directory in
+            let store = try store(server, directory: directory)
+            let report = await store.updateWithReport()
+            #expect(report.result == .networkError)
+            #expect(report.error?.reason.contains("redirect") == true)
+        }
+    }
+
+    @Test func slowServerTimesOutAsNetworkError() async throws {
+        let body = try StoreFixtures.list("static-good.json")
+        try await withServer({ _ in ListServerResponse(body: body, delay: 3) }) { server, directory in
+            let started = ContinuousClock.now
+            let store = try store(server, directory: directory, timeout: 1)
+            #expect(await store.update() == .networkError)
+            #expect(ContinuousClock.now - started < .seconds(3))
+        }
+    }
+
+    @Test func bodyOverTheLimitIsInvalidDataWithoutReadingItAll() async throws {
+        let huge = Data(repeating: 0x20, count: 4 << 20)
+        try await withServer({ _ in ListServerResponse(body: huge) }) { server, directory in
+            let store = try store(server, directory: directory, maximumListSize: 64 * 1024)
+            #expect(await store.update() == .invalidData)
+        }
+    }
+
+    @Test func unreachableServerIsNetworkError() async throws {
+        // Start and stop a server to get a loopback port nobody listens on.
+        let server = try await ListServer.start(responder: { _ in ListServerResponse() })
+        try await server.shutdown()
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let store = try store(server, directory: directory)
+            #expect(await store.update() == .networkError)
+    }
+}
+
+extension PinStoreEndToEndTests {
+    @Test func announcedBodyOverTheLimitIsRefusedBeforeReading() async throws {
+        // The server announces its length (Content-Length); the fetcher stops at the headers.
+        let huge = Data(repeating: 0x20, count: 2 << 20)
+        try await withServer({ _ in ListServerResponse(headers: [("Content-Length", "\(huge.count)")], body: huge) }) { server, directory in
+            let store = try store(server, directory: directory, maximumListSize: 64 * 1024)
+            let report = await store.updateWithReport()
+            #expect(report.result == .invalidData)
+        }
+    }
+
+    @Test func badListOverRealHTTPLeavesStoreFileByteIdentical() async throws {
+        let good = try StoreFixtures.list("static-good.json")
+        let bad = try StoreFixtures.list("static-tampered-fingerprint.json")
+        let serveBad = Locked(false)
+        try await withServer({ _ in ListServerResponse(body: serveBad.withLock { $0 } ? bad : good) }) { server, directory in
+            let store = try store(server, directory: directory)
+            #expect(await store.update() == .ok)
+            let before = try Data(contentsOf: store.configuration.storeFileURL)
+            serveBad.withLock { $0 = true }
+            #expect(await store.update(mode: .forced) == .invalidSignature)
+            #expect(try Data(contentsOf: store.configuration.storeFileURL) == before)
+        }
+    }
+}
