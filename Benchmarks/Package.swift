@@ -7,11 +7,20 @@ let package = Package(
     name: "PinStoreBenchmarks",
     dependencies: [
         .package(name: "PinStore", path: ".."),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         .executableTarget(
             name: "PinStoreBenchmarks",
-            dependencies: [.product(name: "PinStore", package: "PinStore")]
+            dependencies: [
+                .product(name: "PinStore", package: "PinStore"),
+                .product(name: "PinStoreNIO", package: "PinStore"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
