@@ -217,4 +217,7 @@ if let memory = childMemory(100_000) {
                     ratio: String(format: "%.2fx", Double(memory.retained) / Double(memory.jsonBytes)), target: "report", met: nil))
 }
 
+// 6. A full TLS handshake plus one request, pinned versus normal verification only (HandshakeBenchmark.swift).
+rows += try handshakeBenchmarkRows()
+
 printTable(rows)

@@ -42,7 +42,7 @@ final class PinnedHTTPExchange: Sendable {
         var decision: PinningDecision?
     }
 
-    private let state = LockedState(State())
+    private let state = Locked(State())
 
     private init() {}
 

@@ -108,7 +108,7 @@ final class PinnedHTTPSTransport: Sendable {
 
         let verifier = self.verifier
         let group = self.group
-        let running = LockedState<PinnedHTTPExchange?>(nil)
+        let running = Locked<PinnedHTTPExchange?>(nil)
         let result: Result<PinnedHTTPExchange.Response, PinnedHTTPExchange.Failure> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let exchange = PinnedHTTPExchange.run(exchangeRequest, verifier: verifier, context: context, group: group) { result in

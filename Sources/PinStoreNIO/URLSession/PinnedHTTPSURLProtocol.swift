@@ -1,6 +1,7 @@
 #if canImport(FoundationNetworking)
 import Foundation
 import FoundationNetworking
+import PinStore
 
 /// The `URLProtocol` a pinned session carries every http(s) request through.
 ///
@@ -9,7 +10,7 @@ import FoundationNetworking
 /// the configuration's ``PinnedHTTPSTransport`` in ``PinnedSessionRegistry`` (see
 /// ``PinnedSessionSlot``). Only public URLProtocol API is used.
 final class PinnedHTTPSURLProtocol<Slot: PinnedSessionSlot>: URLProtocol {
-    private let loading = LockedState<LoadState>(LoadState())
+    private let loading = Locked<LoadState>(LoadState())
 
     private struct LoadState {
         var task: Task<Void, Never>?

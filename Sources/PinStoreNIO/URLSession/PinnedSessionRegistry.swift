@@ -1,6 +1,7 @@
 #if canImport(FoundationNetworking)
 import Foundation
 import FoundationNetworking
+import PinStore
 
 /// The transports of the pinned configurations made in this process, by slot index (from 1).
 ///
@@ -21,7 +22,7 @@ enum PinnedSessionRegistry {
         var slots: [Key: Int] = [:]
     }
 
-    private static let entries = LockedState(Entries())
+    private static let entries = Locked(Entries())
 
     /// The slot of the transport for `key`, made by `make` the first time.
     static func slot(for key: Key, make: () -> PinnedHTTPSTransport) -> Int {
