@@ -27,14 +27,14 @@ package final class ListServer: Sendable {
 
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
-    private let counter: RequestCounter
+    private let state: ListServerState
 
-    private init(port: Int, baseURL: URL, group: MultiThreadedEventLoopGroup, channel: any Channel, counter: RequestCounter) {
+    private init(port: Int, baseURL: URL, group: MultiThreadedEventLoopGroup, channel: any Channel, state: ListServerState) {
         self.port = port
         self.baseURL = baseURL
         self.group = group
         self.channel = channel
-        self.counter = counter
+        self.state = state
     }
 
     /// Starts listening on 127.0.0.1:`port` (0 picks a free ephemeral port) and answers every
@@ -44,7 +44,7 @@ package final class ListServer: Sendable {
             throw ListServerError("port \(port) is not a TCP port (0 picks a free one)")
         }
         let sslContext = try tls?.makeContext()
-        let counter = RequestCounter()
+        let state = ListServerState()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
@@ -56,7 +56,7 @@ package final class ListServer: Sendable {
                         try pipeline.addHandler(NIOSSLServerHandler(context: sslContext))
                     }
                     try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
-                    try pipeline.addHandler(ListServerHandler(responder: responder, counter: counter))
+                    try pipeline.addHandler(ListServerHandler(responder: responder, state: state))
                 }
             }
         let channel: any Channel
@@ -73,23 +73,21 @@ package final class ListServer: Sendable {
             try? await group.shutdownGracefully()
             throw ListServerError("the server socket has no local port")
         }
-        return ListServer(port: boundPort, baseURL: baseURL, group: group, channel: channel, counter: counter)
+        return ListServer(port: boundPort, baseURL: baseURL, group: group, channel: channel, state: state)
     }
 
     /// The number of requests received so far (counted when a request's head arrives).
     package var requestCount: Int {
-        counter.value
+        state.value
     }
 
     /// Stops listening, closes open connections and ends the server's thread. Calling it twice
     /// is harmless.
     package func shutdown() async throws {
+        // NIO's group shutdown must run once: a second `shutdownGracefully` never completes.
+        guard state.markShutDown() else { return }
         try? await channel.close()
-        do {
-            try await group.shutdownGracefully()
-        } catch EventLoopError.shutdown {
-            // Already shut down by an earlier call.
-        }
+        try await group.shutdownGracefully()
     }
 
     /// Waits until the server has been shut down (for `pinstore serve`).
@@ -98,30 +96,32 @@ package final class ListServer: Sendable {
     }
 }
 
-/// A thread-safe request counter shared by every connection of one server.
-final class RequestCounter: Sendable {
-    private let count = NIOLockedCount()
-
-    var value: Int { count.value }
-
-    func increment() { count.increment() }
-}
-
-/// An `Int` behind a lock.
-private final class NIOLockedCount: @unchecked Sendable {
-    // @unchecked: `storage` is only touched while `lock` is held.
+/// The server's mutable state, shared by every connection: the request count and whether
+/// it has been shut down.
+final class ListServerState: @unchecked Sendable {
+    // @unchecked: `count` and `shutDown` are only touched while `lock` is held.
     private let lock = NSLock()
-    private var storage = 0
+    private var count = 0
+    private var shutDown = false
 
     var value: Int {
         lock.lock()
         defer { lock.unlock() }
-        return storage
+        return count
     }
 
     func increment() {
         lock.lock()
-        storage += 1
+        count += 1
         lock.unlock()
+    }
+
+    /// Records the shutdown; true only for the first call.
+    func markShutDown() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if shutDown { return false }
+        shutDown = true
+        return true
     }
 }

@@ -9,18 +9,18 @@ final class ListServerHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let responder: ListServerResponder
-    private let counter: RequestCounter
+    private let state: ListServerState
     private var pendingHead: HTTPRequestHead?
 
-    init(responder: @escaping ListServerResponder, counter: RequestCounter) {
+    init(responder: @escaping ListServerResponder, state: ListServerState) {
         self.responder = responder
-        self.counter = counter
+        self.state = state
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            counter.increment()
+            state.increment()
             pendingHead = head
         case .body:
             // Lists are fetched with GET; request bodies are not used.

@@ -44,6 +44,21 @@ struct ListServerTests {
         }
     }
 
+    @Test func shuttingDownTwiceIsHarmless() async throws {
+        let server = try await ListServer.start(responder: ListResponders.staticList(Data()))
+        try await server.shutdown()
+        try await server.shutdown()
+    }
+
+    @Test func serverStopsAcceptingConnectionsAfterShutdown() async throws {
+        let server = try await ListServer.start(responder: ListResponders.staticList(Data("{}".utf8)))
+        let url = server.baseURL
+        try await server.shutdown()
+        await #expect(throws: (any Error).self) {
+            try await HTTPTestClient.get(url, timeout: 5)
+        }
+    }
+
     @Test func serverCountsRequests() async throws {
         let count = try await Self.withServer(ListResponders.staticList(Data("{}".utf8))) { server in
             for _ in 0..<3 { _ = try await HTTPTestClient.get(server.baseURL) }
