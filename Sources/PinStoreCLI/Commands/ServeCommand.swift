@@ -103,43 +103,79 @@ struct ServeCommand: AsyncParsableCommand {
             Console.print("\(request.method) \(request.uri) -> \(response.status)")
             return response
         }
+        // Watch for signals before the address is printed: whoever reads the address may send
+        // a signal at once, and one arriving before the watcher exists would be lost.
+        let running = Locked<(server: ListServer?, stopRequested: Bool)>((nil, false))
+        let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) {
+            let server = running.withLock { state -> ListServer? in
+                state.stopRequested = true
+                return state.server
+            }
+            Task { try? await server?.shutdown() }
+        }
+        defer { signals.cancel() }
         let server: ListServer
         do {
             server = try await ListServer.start(port: port, tls: tls, responder: logged)
         } catch {
             throw CLIError("\(error)")
         }
+        if running.withLock({ state -> Bool in
+            state.server = server
+            return state.stopRequested
+        }) {
+            try? await server.shutdown()
+        }
         let publicKey = try signingKey.publicKey.x963Representation.base64EncodedString()
         Console.print("serving \(list) (\(description), \(parsed.entries.count) entr\(parsed.entries.count == 1 ? "y" : "ies")) at \(server.baseURL.absoluteString)/")
         Console.print("public key: \(publicKey)")
         Console.print("press Ctrl-C to stop")
 
-        let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) {
-            Task { try? await server.shutdown() }
-        }
         try? await server.waitUntilClosed()
         try? await server.shutdown()
-        signals.cancel()
         Console.print("stopped")
     }
 }
 
+/// The write end of the self-pipe the C signal handler writes to (set once, before any handler
+/// is installed; a signal handler can capture nothing, so it has to be a global).
+nonisolated(unsafe) private var signalPipeWriteEnd: Int32 = -1
+
 /// Runs a handler when one of the given signals arrives (instead of the default termination),
 /// so that the server can close its socket and exit cleanly.
+///
+/// A real handler, not `SIG_IGN` plus a dispatch signal source: on Linux libdispatch sees a
+/// signal only if the thread the kernel delivers it to has it blocked, and threads started
+/// earlier (the concurrency pool) do not, so with `SIG_IGN` a signal could be dropped. The
+/// handler only writes one byte to a pipe (async-signal-safe); a read source does the rest.
 final class SignalWatcher {
-    private let sources: [any DispatchSourceSignal]
+    private let source: (any DispatchSourceRead)?
 
     init(signals: [Int32], handler: @escaping @Sendable () -> Void) {
-        sources = signals.map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler(handler: handler)
-            source.resume()
-            return source
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            source = nil
+            return
+        }
+        signalPipeWriteEnd = ends[1]
+        let readEnd = ends[0]
+        let source = DispatchSource.makeReadSource(fileDescriptor: readEnd, queue: .global())
+        source.setEventHandler {
+            var byte: UInt8 = 0
+            _ = read(readEnd, &byte, 1)
+            handler()
+        }
+        source.resume()
+        self.source = source
+        for number in signals {
+            signal(number) { _ in
+                var byte: UInt8 = 1
+                _ = write(signalPipeWriteEnd, &byte, 1)
+            }
         }
     }
 
     func cancel() {
-        sources.forEach { $0.cancel() }
+        source?.cancel()
     }
 }
