@@ -137,7 +137,7 @@ struct CommandLineTests {
         let result = try await PinstoreBinary.run(["sign", "--key", Self.keyPath, "--host", "127.0.0.1:\(server.port)"])
         try await server.shutdown()
         try #require(result.status == 0, "\(result.stderr)")
-        let entries = try FingerprintListSigner.verifyStaticList(Data(result.stdout.utf8), publicKey: P256PublicKey(configuredString: TestResources.fixtureText("keys/list-signing.pub.b64")))
+        let entries = try FingerprintList.verifiedEntries(staticList: Data(result.stdout.utf8), publicKey: P256PublicKey(configuredString: TestResources.fixtureText("keys/list-signing.pub.b64")))
         let leaf = try TestResources.certificate("pki/localhost.pem")
         #expect(entries.map(\.name) == ["localhost"])
         #expect(entries.map(\.fingerprint) == [leaf.fingerprint])

@@ -150,15 +150,7 @@ extension FingerprintListSigner {
     /// Base64; DER, or raw `r||s` as a convenience).
     package static func entrySignatureIsValid(_ signature: String?, for entry: FingerprintEntry, publicKey: P256PublicKey) -> Bool {
         guard let signature, let bytes = Base64.decodeStrict(signature) else { return false }
-        if bytes.count == 64, publicKey.isValidRawSignature(bytes, for: entry.signedBytes) {
-            return true
-        }
-        return publicKey.isValidSignature(bytes, for: entry.signedBytes)
-    }
-
-    /// Verifies a static list exactly as clients do: every entry signed, or the list is refused.
-    package static func verifyStaticList(_ body: Data, publicKey: P256PublicKey) throws(PinStoreError) -> [FingerprintEntry] {
-        try ListSignatureVerifier(publicKey: publicKey).verifyStatic(FingerprintListDocument(body: body))
+        return ListSignatureVerifier(publicKey: publicKey).verify(bytes, entry.signedBytes)
     }
 
     /// Verifies a challenge-mode response exactly as clients do: the response signature over

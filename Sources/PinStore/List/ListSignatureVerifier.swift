@@ -64,7 +64,7 @@ struct ListSignatureVerifier: Sendable {
     }
 
     /// DER is the wire encoding; raw r||s (64 bytes) is accepted as a convenience.
-    private func verify(_ signature: Data, _ message: Data) -> Bool {
+    func verify(_ signature: Data, _ message: Data) -> Bool {
         if signature.count == 64, publicKey.isValidRawSignature(signature, for: message) {
             return true
         }

@@ -81,7 +81,7 @@ struct ServeCommand: AsyncParsableCommand {
             description = "challenge mode"
         } else {
             do {
-                _ = try FingerprintListSigner.verifyStaticList(fileBody, publicKey: try signingKey.publicKey)
+                _ = try FingerprintList.verifiedEntries(staticList: fileBody, publicKey: try signingKey.publicKey)
             } catch {
                 throw CLIError("\(list) does not verify with the public key of \(key); apps would refuse it (sign it with this key, or use --challenge-mode)", error)
             }

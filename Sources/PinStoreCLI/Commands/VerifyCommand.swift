@@ -84,7 +84,7 @@ struct VerifyCommand: AsyncParsableCommand {
                 return (status, signed.entry)
             }
             do {
-                _ = try FingerprintListSigner.verifyStaticList(body, publicKey: key)
+                _ = try FingerprintList.verifiedEntries(staticList: body, publicKey: key)
             } catch {
                 libraryVerdict = error.reason
             }
