@@ -79,14 +79,20 @@ let package = Package(
             name: "CPinStoreTestSupport",
             path: "Tests/CPinStoreTestSupport"
         ),
+        // Fixture and vector paths shared by every test target.
+        .target(
+            name: "PinStoreTestSupport",
+            dependencies: ["PinStore"],
+            path: "Tests/PinStoreTestSupport"
+        ),
         .testTarget(
             name: "PinStoreTests",
-            dependencies: ["PinStore", "PinStoreDevServer", "CPinStoreTestSupport"]
+            dependencies: ["PinStore", "PinStoreDevServer", "CPinStoreTestSupport", "PinStoreTestSupport"]
         ),
         .testTarget(
             name: "PinStoreNIOTests",
             dependencies: [
-                "PinStore", "PinStoreNIO", "PinStoreDevServer",
+                "PinStore", "PinStoreNIO", "PinStoreDevServer", "PinStoreTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -96,7 +102,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinStoreCLITests",
-            dependencies: ["PinStore", "PinStoreDevServer"]
+            dependencies: ["PinStore", "PinStoreDevServer", "PinStoreTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,5 @@
 import Foundation
+import PinStoreTestSupport
 import Testing
 
 /// `pinstore demo`: the whole flow on loopback, as a newcomer runs it.

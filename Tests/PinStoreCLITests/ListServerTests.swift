@@ -1,4 +1,5 @@
 import Foundation
+import PinStoreTestSupport
 import Testing
 import PinStore
 import PinStoreDevServer

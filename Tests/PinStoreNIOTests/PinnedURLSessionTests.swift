@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 import PinStore
 import PinStoreNIO
+import PinStoreTestSupport
 import Testing
 
 /// URLSession on Linux through `URLSessionConfiguration.pinned(by:)`, against real TLS servers

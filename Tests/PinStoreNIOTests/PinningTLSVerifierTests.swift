@@ -3,6 +3,7 @@ import NIOCore
 import NIOSSL
 import PinStore
 import PinStoreNIO
+import PinStoreTestSupport
 import Testing
 
 /// The SwiftNIO product with a raw NIO client, against real TLS servers on 127.0.0.1.

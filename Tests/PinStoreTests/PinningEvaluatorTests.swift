@@ -1,5 +1,6 @@
 import Foundation
 import PinStore
+import PinStoreTestSupport
 import Testing
 
 /// The decision every adapter uses, over fixture chains (no network).

@@ -1,4 +1,5 @@
 import Foundation
+import PinStoreTestSupport
 
 /// The outcome of one child process.
 struct ProcessOutput: Sendable {
