@@ -132,3 +132,53 @@ import Testing
         } catch let error as ChainValidationError { return error.reason }
     }
 }
+
+/// Repeat verifications reuse a recent success only where it certainly applies.
+@Suite struct VerifiedChainCacheTests {
+    let roots: TrustRoots
+    let validator: ChainValidator
+    let chain: [Data]
+
+    init() throws {
+        roots = .anchors([try TestResources.certificate("pki/root-ca.pem")])
+        validator = ChainValidator(trustRoots: roots)
+        chain = try TestResources.chainDER("pki/localhost-chain.pem")
+        _ = try validator.validate(chain: chain, hostname: "localhost", at: ChainValidatorTests.now)
+    }
+
+    func reason(_ chain: [Data], host: String = "localhost", at time: Date = ChainValidatorTests.now) -> ChainValidationError.Reason? {
+        do {
+            _ = try validator.validatedDER(chain: chain, hostname: host, at: time)
+            return nil
+        } catch {
+            return error.reason
+        }
+    }
+
+    @Test func successIsCachedForTheSameChainAndHost() {
+        let key = VerifiedChainCache.Key(hostname: "localhost", chain: chain)
+        #expect(roots.store.cache.chain(for: key, at: Int64(ChainValidatorTests.now.timeIntervalSince1970))?.count == 3)
+        #expect(reason(chain) == nil)
+    }
+
+    @Test func cachedSuccessDoesNotAnswerForAnotherHost() {
+        #expect(reason(chain, host: "api.pinstore.test") == .hostnameMismatch)
+    }
+
+    @Test func cachedSuccessDoesNotAnswerOutsideTheValidityWindow() {
+        #expect(reason(chain, at: Date(timeIntervalSince1970: 4_102_444_800 + 86_400)) == .expired)
+        #expect(reason(chain, at: Date(timeIntervalSince1970: 1_700_000_000)) == .notYetValid)
+    }
+
+    @Test func cachedSuccessDoesNotAnswerForAnAlteredChain() {
+        var altered = chain
+        altered[0][altered[0].count - 2] ^= 0x01
+        #expect(reason(altered) == .badSignature)
+    }
+
+    @Test func refusalsAreNotCached() {
+        let attacker = (try? TestResources.chainDER("pki/expired.pem", "pki/intermediate-ca.pem")) ?? []
+        #expect(reason(attacker) == .expired)
+        #expect(roots.store.cache.chain(for: VerifiedChainCache.Key(hostname: "localhost", chain: attacker), at: Int64(ChainValidatorTests.now.timeIntervalSince1970)) == nil)
+    }
+}

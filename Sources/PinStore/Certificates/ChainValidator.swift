@@ -31,9 +31,31 @@ public struct ChainValidator: Sendable {
     /// - Returns: The validated chain from the leaf to the trust anchor.
     /// - Throws: ``ChainValidationError`` saying why the chain is not trusted.
     public func validate(chain: [Data], hostname: String, at time: Date = Date()) throws(ChainValidationError) -> [X509Certificate] {
+        var certificates: [X509Certificate] = []
+        for der in try validatedDER(chain: chain, hostname: hostname, at: time) {
+            if let certificate = try? X509Certificate(derRepresentation: der) { certificates.append(certificate) }
+        }
+        return certificates
+    }
+
+    /// ``validate(chain:hostname:at:)`` answering DER, leaf to anchor. Adapters use this: it
+    /// parses nothing beyond what verification needs, and repeats of a chain already verified
+    /// for the same host are answered from the trust store's cache.
+    package func validatedDER(chain: [Data], hostname: String, at time: Date = Date()) throws(ChainValidationError) -> [Data] {
         guard !chain.isEmpty else {
             throw ChainValidationError(.emptyChain, depth: 0, detail: "The server presented no certificate.")
         }
+        let seconds = Int64(time.timeIntervalSince1970.rounded(.down))
+        let cacheKey = VerifiedChainCache.Key(hostname: hostname, chain: chain)
+        if let cached = trustRoots.store.cache.chain(for: cacheKey, at: seconds) {
+            return cached
+        }
+        let verified = try verify(chain: chain, hostname: hostname, at: seconds)
+        trustRoots.store.cache.insert(verified, for: cacheKey)
+        return verified.chain
+    }
+
+    private func verify(chain: [Data], hostname: String, at seconds: Int64) throws(ChainValidationError) -> VerifiedChainCache.Entry {
         guard let store = trustRoots.store.pointer else {
             throw ChainValidationError(.other, depth: 0, detail: "The trust store could not be built: \(trustRoots.store.setupProblems.joined(separator: "; "))")
         }
@@ -61,7 +83,7 @@ public struct ChainValidator: Sendable {
             throw ChainValidationError(.other, depth: 0, detail: "OpenSSL could not start verification: \(OpenSSLErrorQueue.drain().joined(separator: "; "))")
         }
         let parameters = X509_STORE_CTX_get0_param(context)
-        X509_VERIFY_PARAM_set_time(parameters, time_t(time.timeIntervalSince1970.rounded(.down)))
+        X509_VERIFY_PARAM_set_time(parameters, time_t(seconds))
         try Self.setHost(hostname, on: parameters)
         _ = X509_STORE_CTX_set_purpose(context, X509_PURPOSE_SSL_SERVER)
 
@@ -72,19 +94,26 @@ public struct ChainValidator: Sendable {
             let message = String(cString: X509_verify_cert_error_string(Int(code)))
             throw ChainValidationError(ChainValidationError.Reason(openSSLCode: code), depth: depth, detail: message)
         }
+        // Read the verified chain back as DER, and the window in which every certificate of it
+        // is valid (for the cache), from the already parsed certificates.
         let verified = X509_STORE_CTX_get0_chain(context)
-        var result: [X509Certificate] = []
+        var result: [Data] = []
+        var validFrom = Int64.min
+        var validUntil = Int64.max
         for index in 0..<CPinStoreShims_sk_X509_num(verified) {
             guard let certificate = CPinStoreShims_sk_X509_value(verified, index) else { continue }
             var out: UnsafeMutablePointer<UInt8>? = nil
             let length = i2d_X509(certificate, &out)
-            guard length > 0, let out else { continue }
-            defer { openSSLFree(out) }
-            if let parsed = try? X509Certificate(derRepresentation: Data(bytes: out, count: Int(length))) {
-                result.append(parsed)
+            guard length > 0, let out else {
+                OpenSSLErrorQueue.clear()
+                throw ChainValidationError(.other, depth: Int(index), detail: "The verified chain could not be read back.")
             }
+            result.append(Data(bytes: out, count: Int(length)))
+            openSSLFree(out)
+            validFrom = max(validFrom, X509Handle.seconds(X509_get0_notBefore(certificate)) ?? .max)
+            validUntil = min(validUntil, X509Handle.seconds(X509_get0_notAfter(certificate)) ?? .min)
         }
-        return result
+        return VerifiedChainCache.Entry(chain: result, validFrom: validFrom, validUntil: validUntil, verifiedAt: .now)
     }
 
     private static func setHost(_ hostname: String, on parameters: OpaquePointer?) throws(ChainValidationError) {

@@ -41,6 +41,8 @@ final class TrustStore: @unchecked Sendable {
     let pointer: OpaquePointer?
     /// Messages from anchors that could not be added, reported on the first failed verification.
     let setupProblems: [String]
+    /// Chains recently verified against this store.
+    let cache = VerifiedChainCache()
 
     init(anchors: [X509Certificate], includingSystem: Bool) {
         guard let store = X509_STORE_new() else {

@@ -166,6 +166,16 @@ final class X509Handle {
         return (dns, ips)
     }
 
+    /// Unix seconds of an ASN.1 time, nil when it cannot be read.
+    static func seconds(_ time: UnsafePointer<ASN1_TIME>?) -> Int64? {
+        var parts = tm()
+        guard let time, ASN1_TIME_to_tm(time, &parts) == 1 else {
+            OpenSSLErrorQueue.clear()
+            return nil
+        }
+        return Int64(timegm(&parts))
+    }
+
     func date(_ time: UnsafePointer<ASN1_TIME>?) -> Date {
         var parts = tm()
         guard let time, ASN1_TIME_to_tm(time, &parts) == 1 else {

@@ -35,7 +35,7 @@ extension PinStore {
             return
         }
         let host = challenge.protectionSpace.host
-        let validated: [X509Certificate]
+        let validated: [Data]
         switch Self.platformValidatedChain(trust) {
         case .success(let chain):
             validated = chain
@@ -67,9 +67,8 @@ extension PinStore {
         }
     }
 
-    /// The platform's normal evaluation, then the validated chain (leaf to anchor) as parsed
-    /// certificates.
-    private static func platformValidatedChain(_ trust: SecTrust) -> Result<[X509Certificate], ChainValidationError> {
+    /// The platform's normal evaluation, then the validated chain (leaf to anchor) as DER.
+    private static func platformValidatedChain(_ trust: SecTrust) -> Result<[Data], ChainValidationError> {
         var error: CFError?
         guard SecTrustEvaluateWithError(trust, &error) else {
             let detail = error.map { String(describing: $0) } ?? "SecTrustEvaluateWithError refused the chain"
@@ -78,16 +77,7 @@ extension PinStore {
         guard let certificates = SecTrustCopyCertificateChain(trust) as? [SecCertificate], !certificates.isEmpty else {
             return .failure(ChainValidationError(.emptyChain, depth: 0, detail: "The trust object holds no certificate chain."))
         }
-        var chain: [X509Certificate] = []
-        for (depth, certificate) in certificates.enumerated() {
-            let der = SecCertificateCopyData(certificate) as Data
-            do {
-                chain.append(try X509Certificate(derRepresentation: der))
-            } catch {
-                return .failure(ChainValidationError(.malformedCertificate, depth: depth, detail: error.reason))
-            }
-        }
-        return .success(chain)
+        return .success(certificates.map { SecCertificateCopyData($0) as Data })
     }
 }
 

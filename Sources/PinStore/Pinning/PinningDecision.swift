@@ -1,3 +1,4 @@
+import Foundation
 /// What a pinning adapter does with a connection: go on with it, or end it before a single
 /// request byte is sent.
 ///
@@ -9,8 +10,9 @@
 /// ```
 public enum PinningDecision: Sendable, Hashable, CustomStringConvertible {
     /// The chain passed the normal trust evaluation and a pin for the host matches it.
-    /// `validatedChain` runs from the leaf to the trust anchor, as verified.
-    case allow(validatedChain: [X509Certificate])
+    /// `validatedChain` holds the DER certificates from the leaf to the trust anchor, as
+    /// verified (parse one with ``X509Certificate/init(derRepresentation:)`` when needed).
+    case allow(validatedChain: [Data])
     /// The connection must not be used; the failure says why and what to do.
     case deny(PinningFailure)
 
@@ -30,7 +32,7 @@ public enum PinningDecision: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .allow(let chain):
-            "allowed: \(chain.first?.subject ?? "?") is trusted and pinned"
+            "allowed: \(chain.first.flatMap { try? X509Certificate(derRepresentation: $0) }?.subject ?? "?") is trusted and pinned"
         case .deny(let failure):
             "denied: \(failure)"
         }

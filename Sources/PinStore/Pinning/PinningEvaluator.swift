@@ -46,7 +46,7 @@ public struct PinningEvaluator: Sendable {
     ///   - presentedChain: The certificates the server sent (DER), leaf first.
     ///   - time: When validity dates are judged.
     public func evaluate(host: String, presentedChain: [Data], at time: Date = Date()) async -> PinningDecision {
-        let validated: [X509Certificate]
+        let validated: [Data]
         switch validate(host: host, presentedChain: presentedChain, at: time) {
         case .success(let chain): validated = chain
         case .failure(let failure): return .deny(failure)
@@ -63,9 +63,9 @@ public struct PinningEvaluator: Sendable {
         }
     }
 
-    private func validate(host: String, presentedChain: [Data], at time: Date) -> Result<[X509Certificate], PinningFailure> {
+    private func validate(host: String, presentedChain: [Data], at time: Date) -> Result<[Data], PinningFailure> {
         do {
-            let chain = try validator.validate(chain: presentedChain, hostname: host, at: time)
+            let chain = try validator.validatedDER(chain: presentedChain, hostname: host, at: time)
             guard !chain.isEmpty else {
                 // OpenSSL accepted a chain we could not read back: refuse rather than pin nothing.
                 return .failure(PinningFailure(host: host, reason: .chainNotTrusted(
@@ -79,12 +79,12 @@ public struct PinningEvaluator: Sendable {
 
     /// The pin check alone, over a chain the platform's normal evaluation already validated
     /// (leaf to anchor). Shared with the Apple glue, whose normal evaluation is `SecTrust`.
-    static func pinDecision(store: PinStore, host: String, validatedChain: [X509Certificate]) -> PinningDecision {
+    static func pinDecision(store: PinStore, host: String, validatedChain: [Data]) -> PinningDecision {
         let pinHost = pinHostName(host)
         if let expected = store.expectedNames, !expected.contains(HostName.normalized(pinHost)) {
             return .deny(PinningFailure(host: host, reason: .hostNotExpected))
         }
-        switch store.validate(commonName: pinHost, certificateChain: validatedChain.map(\.derRepresentation)) {
+        switch store.validate(commonName: pinHost, certificateChain: validatedChain) {
         case .trusted:
             return .allow(validatedChain: validatedChain)
         case .untrusted:
@@ -95,7 +95,7 @@ public struct PinningEvaluator: Sendable {
     }
 
     /// ``pinDecision(store:host:validatedChain:)``, with one forced update when the host has no pins.
-    static func pinDecision(store: PinStore, host: String, validatedChain: [X509Certificate], updatingOnEmpty: Bool) async -> PinningDecision {
+    static func pinDecision(store: PinStore, host: String, validatedChain: [Data], updatingOnEmpty: Bool) async -> PinningDecision {
         let first = pinDecision(store: store, host: host, validatedChain: validatedChain)
         guard updatingOnEmpty, case .deny(let failure) = first, case .noPinsForHost = failure.reason else {
             return first

@@ -108,7 +108,7 @@ public struct PinningTLSVerifier: Sendable {
         switch decision {
         case .allow(let chain):
             do {
-                let certificates = try chain.map { try NIOSSLCertificate(bytes: Array($0.derRepresentation), format: .der) }
+                let certificates = try chain.map { try NIOSSLCertificate(bytes: Array($0), format: .der) }
                 guard !certificates.isEmpty else {
                     promise.succeed(.failed)
                     return
