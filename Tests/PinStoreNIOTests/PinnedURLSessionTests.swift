@@ -264,3 +264,31 @@ private final class RecordingDelegate: NSObject, URLSessionDataDelegate, @unchec
     }
 }
 #endif
+
+@Suite struct PinnedURLSessionOtherSchemesTests {
+    @Test func builtInTransportsAreRemovedSoNothingBypassesThePinCheck() throws {
+        let configuration = URLSessionConfiguration.pinned(by: try Pins.good())
+        let classes = (configuration.protocolClasses ?? []).map { String(reflecting: $0) }
+        #expect(classes.count == 1)
+        #expect(!classes.contains { $0.hasPrefix("FoundationNetworking.") })
+    }
+
+    @Test func webSocketTaskOnAPinnedSessionFailsWithoutContactingTheServer() async throws {
+        let server = try await TestServer.plain()
+        defer { Task { await server.shutdown() } }
+        let session = URLSession(configuration: .pinned(by: try Pins.good()))
+        let task = session.webSocketTask(with: URL(string: "ws://127.0.0.1:\(server.port)/socket")!)
+        task.resume()
+        var failed = false
+        do {
+            _ = try await task.receive()
+        } catch {
+            failed = true
+        }
+        task.cancel()
+        #expect(failed)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(server.receivedBytes.withLock { $0 } == 0)
+        #expect(server.requests.withLock { $0 }.isEmpty)
+    }
+}

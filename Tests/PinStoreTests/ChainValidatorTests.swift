@@ -156,7 +156,7 @@ import Testing
     }
 
     @Test func successIsCachedForTheSameChainAndHost() {
-        let key = VerifiedChainCache.Key(hostname: "localhost", chain: chain)
+        let key = VerifiedChainCache.Key(hostname: "localhost", chain: chain)!
         #expect(roots.store.cache.chain(for: key, at: Int64(ChainValidatorTests.now.timeIntervalSince1970))?.count == 3)
         #expect(reason(chain) == nil)
     }
@@ -170,6 +170,12 @@ import Testing
         #expect(reason(chain, at: Date(timeIntervalSince1970: 1_700_000_000)) == .notYetValid)
     }
 
+    @Test func cachedSuccessDoesNotAnswerAtTheNotAfterSecondItself() {
+        // OpenSSL counts a certificate as expired from its notAfter second on; so does the cache.
+        #expect(reason(chain, at: Date(timeIntervalSince1970: 4_102_444_799)) == .expired)
+        #expect(reason(chain, at: Date(timeIntervalSince1970: 4_102_444_798)) == nil)
+    }
+
     @Test func cachedSuccessDoesNotAnswerForAnAlteredChain() {
         var altered = chain
         altered[0][altered[0].count - 2] ^= 0x01
@@ -179,6 +185,6 @@ import Testing
     @Test func refusalsAreNotCached() {
         let attacker = (try? TestResources.chainDER("pki/expired.pem", "pki/intermediate-ca.pem")) ?? []
         #expect(reason(attacker) == .expired)
-        #expect(roots.store.cache.chain(for: VerifiedChainCache.Key(hostname: "localhost", chain: attacker), at: Int64(ChainValidatorTests.now.timeIntervalSince1970)) == nil)
+        #expect(roots.store.cache.chain(for: VerifiedChainCache.Key(hostname: "localhost", chain: attacker)!, at: Int64(ChainValidatorTests.now.timeIntervalSince1970)) == nil)
     }
 }

@@ -56,3 +56,19 @@ import Testing
         #expect(result.timestamp == 1_767_225_600)
     }
 }
+
+@Suite struct ParallelVerificationTests {
+    @Test(arguments: [(64, 12), (65, 16), (67, 11), (71, 10), (64, 64), (200, 3), (1_000, 7), (64, 128)])
+    func workerSharesCoverEveryEntryOnceWhateverTheCoreCount(count: Int, workers: Int) {
+        let shares = (0..<workers).map { ListSignatureVerifier.share(of: $0, workers: workers, count: count) }
+        #expect(shares.flatMap { Array($0) } == Array(0..<count))
+    }
+
+    @Test(arguments: [1, 2, 10, 12, 16, 64])
+    func listOfSixtyFiveEntriesVerifiesOnAnyCoreCount(cores: Int) throws {
+        let key = try StoreFixtures.signingKey()
+        let body = try TestLists.signedStatic(FingerprintListTests.entries(65), key: key)
+        let verifier = ListSignatureVerifier(publicKey: try key.publicKey)
+        #expect(try verifier.verifyStatic(FingerprintListDocument(body: body), cores: cores).count == 65)
+    }
+}

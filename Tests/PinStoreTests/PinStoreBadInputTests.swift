@@ -143,3 +143,20 @@ import Testing
         #expect(report.result == .invalidData)
     }
 }
+
+extension PinStoreBadInputTests {
+    @Test func unsignedTimestampInStaticListIsNotARollbackFloor() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        // A static list with a forged huge timestamp (static signatures do not cover it)...
+        var json = try JSONSerialization.jsonObject(with: StoreFixtures.list("static-good.json")) as! [String: Any]
+        json["timestamp"] = 9_000_000_000_000
+        let forged = try JSONSerialization.data(withJSONObject: json)
+        let fetcher = ScriptedFetcher.serving(forged)
+        let store = try StoreFixtures.store(fetcher, directory: directory.url)
+        #expect(await store.update() == .ok)
+        // ...does not make a later good list look like a rollback.
+        fetcher.answer { _ in FingerprintListResponse(statusCode: 200, headers: [:], body: try! StoreFixtures.list("static-depth.json")) }
+        #expect(await store.update(mode: .forced) == .ok)
+        #expect(store.storedEntries.count == 1)
+    }
+}

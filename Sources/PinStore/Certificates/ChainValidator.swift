@@ -47,11 +47,11 @@ public struct ChainValidator: Sendable {
         }
         let seconds = Int64(time.timeIntervalSince1970.rounded(.down))
         let cacheKey = VerifiedChainCache.Key(hostname: hostname, chain: chain)
-        if let cached = trustRoots.store.cache.chain(for: cacheKey, at: seconds) {
+        if let cacheKey, let cached = trustRoots.store.cache.chain(for: cacheKey, at: seconds) {
             return cached
         }
         let verified = try verify(chain: chain, hostname: hostname, at: seconds)
-        trustRoots.store.cache.insert(verified, for: cacheKey)
+        if let cacheKey { trustRoots.store.cache.insert(verified, for: cacheKey) }
         return verified.chain
     }
 
@@ -85,8 +85,19 @@ public struct ChainValidator: Sendable {
         let parameters = X509_STORE_CTX_get0_param(context)
         X509_VERIFY_PARAM_set_time(parameters, time_t(seconds))
         try Self.setHost(hostname, on: parameters)
-        _ = X509_STORE_CTX_set_purpose(context, X509_PURPOSE_SSL_SERVER)
+        guard X509_STORE_CTX_set_purpose(context, X509_PURPOSE_SSL_SERVER) == 1 else {
+            OpenSSLErrorQueue.clear()
+            throw ChainValidationError(.other, depth: 0, detail: "OpenSSL could not set the TLS server purpose.")
+        }
 
+        // The context and the stack borrow the handles' certificates: keep them alive until
+        // verification and the read-back are done.
+        return try withExtendedLifetime(handles) { () throws(ChainValidationError) -> VerifiedChainCache.Entry in
+            try Self.runVerification(context)
+        }
+    }
+
+    private static func runVerification(_ context: OpaquePointer) throws(ChainValidationError) -> VerifiedChainCache.Entry {
         guard X509_verify_cert(context) == 1 else {
             let code = X509_STORE_CTX_get_error(context)
             let depth = Int(X509_STORE_CTX_get_error_depth(context))

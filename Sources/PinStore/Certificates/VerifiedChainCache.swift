@@ -14,7 +14,9 @@ final class VerifiedChainCache: Sendable {
         /// SHA-256 over the length-prefixed DER of every presented certificate.
         let digest: Data
 
-        init(hostname: String, chain: [Data]) {
+        /// nil when the chain cannot be hashed: then the cache is simply not used (an empty
+        /// digest would make every chain for the host look alike).
+        init?(hostname: String, chain: [Data]) {
             self.hostname = hostname
             var material = Data()
             for der in chain {
@@ -22,6 +24,7 @@ final class VerifiedChainCache: Sendable {
                 material.append(der)
             }
             digest = SHA256Digest.hash(material)
+            guard digest.count == SHA256Digest.byteCount else { return nil }
         }
     }
 
@@ -46,8 +49,9 @@ final class VerifiedChainCache: Sendable {
     /// The cached chain for `key` if it may answer a verification at `seconds`.
     func chain(for key: Key, at seconds: Int64) -> [Data]? {
         guard let entry = entries.withLock({ $0[key] }) else { return nil }
-        // OpenSSL counts notBefore and notAfter as valid seconds (inclusive).
-        guard entry.validFrom <= seconds, seconds <= entry.validUntil,
+        // As OpenSSL judges it (X509_cmp_time): valid from the notBefore second on, expired
+        // from the notAfter second on.
+        guard entry.validFrom <= seconds, seconds < entry.validUntil,
               ContinuousClock.now - entry.verifiedAt < Self.maximumAge else { return nil }
         return entry.chain
     }

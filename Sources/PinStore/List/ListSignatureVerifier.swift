@@ -7,15 +7,17 @@ struct ListSignatureVerifier: Sendable {
 
     /// Static mode: every entry carries a signature over its ``FingerprintEntry/signedBytes``.
     /// One bad entry rejects the whole list; a partial list is never used.
-    func verifyStatic(_ document: FingerprintListDocument) throws(PinStoreError) -> [FingerprintEntry] {
+    func verifyStatic(_ document: FingerprintListDocument,
+                      cores: Int = ProcessInfo.processInfo.activeProcessorCount) throws(PinStoreError) -> [FingerprintEntry] {
         let entries = document.entries
         // Large lists verify on every core: each signature is independent, and an OpenSSL key
         // may be used from several threads at once.
-        let workers = entries.count >= Self.parallelThreshold ? max(1, ProcessInfo.processInfo.activeProcessorCount) : 1
+        let workers = entries.count >= Self.parallelThreshold ? max(1, cores) : 1
         let failures = Locked<[Int: PinStoreError]>([:])
-        let chunk = (entries.count + workers - 1) / max(workers, 1)
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            let range = (worker * chunk)..<min(entries.count, (worker + 1) * chunk)
+            // Worker w takes entries [n*w/W, n*(w+1)/W): contiguous, covering, never inverted
+            // (more workers than entries just leaves some ranges empty).
+            let range = Self.share(of: worker, workers: workers, count: entries.count)
             for index in range {
                 if let failure = check(entries[index], position: index) {
                     failures.withLock { $0[index] = failure }
@@ -32,6 +34,11 @@ struct ListSignatureVerifier: Sendable {
 
     /// Lists shorter than this verify on the calling thread (spreading them costs more than it saves).
     static let parallelThreshold = 64
+
+    /// The entries worker `worker` of `workers` verifies out of `count`.
+    static func share(of worker: Int, workers: Int, count: Int) -> Range<Int> {
+        (count * worker / workers)..<(count * (worker + 1) / workers)
+    }
 
     private func check(_ signed: FingerprintListDocument.SignedEntry, position index: Int) -> PinStoreError? {
         let position = "entry \(index + 1) (\"\(signed.entry.name)\")"

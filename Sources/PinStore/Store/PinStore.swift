@@ -290,7 +290,9 @@ public final class PinStore: Sendable {
         case .static:
             let document = try FingerprintListDocument(body: persisted.body)
             let entries = try verifier.verifyStatic(document)
-            return VerifiedList(persisted: persisted, entries: entries, timestamp: document.timestamp)
+            // No signature covers a static body's `timestamp`, so it must not become a
+            // rollback floor (a forged huge value would refuse every later list).
+            return VerifiedList(persisted: persisted, entries: entries, timestamp: nil)
         case .challenge:
             // The signature covers the body: check it before parsing anything.
             try verifier.verifyChallenge(body: persisted.body, challenge: persisted.challenge ?? "", signatureHeader: persisted.signature)

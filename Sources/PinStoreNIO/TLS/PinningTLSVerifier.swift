@@ -46,6 +46,12 @@ public struct PinningTLSVerifier: Sendable {
 
     /// The verification callback for a connection to `serverHostname`.
     ///
+    /// - Important: swift-nio-ssl ignores a callback's refusal when the context's
+    ///   `certificateVerification` is `.none` (and `.optionalVerification` lets a server skip
+    ///   it). Prefer ``makeClientHandler(context:serverHostname:onDecision:)``, which refuses such
+    ///   contexts; when handing this callback to another library, make sure it uses
+    ///   `.fullVerification` (or `.noHostnameVerification`: the callback checks the host itself).
+    ///
     /// - Parameters:
     ///   - serverHostname: The host name or IP address the client connects to; the chain must be
     ///     valid for it and pinned under it.

@@ -25,6 +25,8 @@ extension URLSessionConfiguration {
     /// What the pinned transport does, and does not do:
     /// - https only: an `http:` request (or a redirect to one) fails with
     ///   `URLError(.appTransportSecurityRequiresSecureConnection)`; plain http would skip pinning.
+    ///   FoundationNetworking's built-in transports are removed from the configuration, so web
+    ///   socket (`ws:`/`wss:`), `ftp:` and `data:` tasks fail instead of running unpinned.
     /// - Redirects are followed inside the transport (corelibs cannot re-issue them through a
     ///   protocol), up to 16 hops, each hop on a new connection checked for its own host; the
     ///   delegate's `willPerformHTTPRedirection` is not consulted.
@@ -61,8 +63,13 @@ extension URLSessionConfiguration {
                 group: MultiThreadedEventLoopGroup.singleton)
         }
         let pinnedClass: AnyClass = PinnedSessionRegistry.protocolClass(forSlot: slot)
-        // Ours first, so that no other protocol (nor the built-in one) can claim http(s).
-        let others = (configuration.protocolClasses ?? []).filter { $0 != pinnedClass }
+        // Ours first, so that no other protocol can claim http(s); and none of
+        // FoundationNetworking's built-in transports at all: they would carry ws/wss (web
+        // socket tasks) or ftp over libcurl with no pin check, silently. With them gone such a
+        // task fails instead. The app's own protocol classes stay, after ours.
+        let others = (configuration.protocolClasses ?? []).filter { candidate in
+            candidate != pinnedClass && !String(reflecting: candidate).hasPrefix("FoundationNetworking.")
+        }
         configuration.protocolClasses = [pinnedClass] + others
         return configuration
     }
