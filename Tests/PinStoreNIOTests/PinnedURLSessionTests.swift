@@ -2,7 +2,7 @@
 import Foundation
 import FoundationNetworking
 import PinStore
-import PinStoreNIO
+@testable import PinStoreNIO
 import PinStoreTestSupport
 import Testing
 
@@ -290,5 +290,29 @@ private final class RecordingDelegate: NSObject, URLSessionDataDelegate, @unchec
         try await Task.sleep(for: .milliseconds(200))
         #expect(server.receivedBytes.withLock { $0 } == 0)
         #expect(server.requests.withLock { $0 }.isEmpty)
+    }
+}
+
+@Suite struct PinnedRedirectHeaderTests {
+    static func request() -> URLRequest {
+        var request = URLRequest(url: URL(string: "https://api.pinstore.test/a")!)
+        request.setValue("secret", forHTTPHeaderField: "X-API-Key")
+        request.setValue("Bearer t", forHTTPHeaderField: "Authorization")
+        request.setValue("s=1", forHTTPHeaderField: "Cookie")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        return request
+    }
+
+    @Test func crossOriginRedirectKeepsOnlyContentNegotiationHeaders() {
+        let next = PinnedHTTPSTransport.redirected(Self.request(), from: URL(string: "https://api.pinstore.test/a")!,
+                                                   to: URL(string: "https://other.pinstore.test/b")!, status: 302)
+        #expect(next.allHTTPHeaderFields ?? [:] == ["Accept": "application/json"])
+    }
+
+    @Test func sameOriginRedirectKeepsEveryHeader() {
+        let next = PinnedHTTPSTransport.redirected(Self.request(), from: URL(string: "https://api.pinstore.test/a")!,
+                                                   to: URL(string: "https://api.pinstore.test/b")!, status: 302)
+        #expect(next.value(forHTTPHeaderField: "X-API-Key") == "secret")
+        #expect(next.value(forHTTPHeaderField: "Authorization") == "Bearer t")
     }
 }

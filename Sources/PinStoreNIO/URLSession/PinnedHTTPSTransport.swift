@@ -145,8 +145,9 @@ final class PinnedHTTPSTransport: Sendable {
     }
 
     /// The request for the next hop, as browsers and Foundation do it: 303 (and 301/302 after
-    /// a POST) become a GET without body; 307/308 repeat method and body. Credentials and
-    /// cookies are not carried to another origin.
+    /// a POST) become a GET without body; 307/308 repeat method and body. To another origin
+    /// only content-negotiation headers travel: credentials, cookies and any custom header
+    /// (an `X-API-Key`, say) stay with the origin they were meant for.
     static func redirected(_ request: URLRequest, from: URL, to next: URL, status: Int) -> URLRequest {
         var redirected = request
         redirected.url = next
@@ -162,11 +163,17 @@ final class PinnedHTTPSTransport: Sendable {
         let sameOrigin = from.scheme?.lowercased() == next.scheme?.lowercased()
             && from.host?.lowercased() == next.host?.lowercased() && from.port == next.port
         if !sameOrigin {
-            redirected.setValue(nil, forHTTPHeaderField: "Authorization")
-            redirected.setValue(nil, forHTTPHeaderField: "Cookie")
+            for name in (redirected.allHTTPHeaderFields ?? [:]).keys where !crossOriginHeaders.contains(name.lowercased()) {
+                redirected.setValue(nil, forHTTPHeaderField: name)
+            }
         }
         return redirected
     }
+
+    /// Headers that may follow a redirect to another origin.
+    static let crossOriginHeaders: Set<String> = [
+        "accept", "accept-language", "accept-encoding", "user-agent", "content-type", "content-length", "content-language",
+    ]
 
     static func urlError(for failure: PinnedHTTPExchange.Failure, url: URL) -> URLError {
         switch failure {
