@@ -151,3 +151,29 @@ import Testing
         #expect(empty.description.contains("networkError"))
     }
 }
+
+@Suite struct PinningEvaluatorUpdateOnEmptyTests {
+    @Test func updateOnEmptyDownloadsOnceThenAcceptsTheNewlyPinnedHost() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let fetcher = ScriptedFetcher.serving(try StoreFixtures.list("static-good.json"))
+        let store = try StoreFixtures.store(fetcher, directory: directory.url)
+        let evaluator = PinningEvaluator(store: store, trustRoots: .anchors([try TestResources.certificate("pki/root-ca.pem")]), updateOnEmpty: true)
+        let decision = await evaluator.evaluate(host: "localhost", presentedChain: try TestResources.chainDER("pki/localhost-chain.pem"), at: ChainValidatorTests.now)
+        #expect(decision.isAllowed)
+        #expect(fetcher.requestCount == 1)
+    }
+
+    @Test func connectionsToUnpinnedHostsTriggerAtMostOneDownloadAMinute() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        // The list pins nothing for 127.0.0.1, so every connection there finds no pins.
+        let fetcher = ScriptedFetcher.serving(try StoreFixtures.list("static-good.json"))
+        let store = try StoreFixtures.store(fetcher, directory: directory.url)
+        let evaluator = PinningEvaluator(store: store, trustRoots: .anchors([try TestResources.certificate("pki/root-ca.pem")]), updateOnEmpty: true)
+        let chain = try TestResources.chainDER("pki/localhost-chain.pem")
+        for _ in 0..<5 {
+            let decision = await evaluator.evaluate(host: "127.0.0.1", presentedChain: chain, at: ChainValidatorTests.now)
+            #expect(!decision.isAllowed)
+        }
+        #expect(fetcher.requestCount == 1)
+    }
+}

@@ -25,7 +25,8 @@ extension PinStore {
     ///
     /// - Parameters:
     ///   - challenge: The challenge URLSession delivered.
-    ///   - updateOnEmpty: Whether a host without pins triggers one blocking forced update first.
+    ///   - updateOnEmpty: Whether a host without pins triggers one blocking forced update first
+    ///     (at most one download a minute on behalf of such hosts; a download under way is shared).
     ///   - completionHandler: URLSession's completion handler.
     public func handle(_ challenge: URLAuthenticationChallenge, updateOnEmpty: Bool = false,
                        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {

@@ -29,7 +29,8 @@ public struct PinningEvaluator: Sendable {
     /// - Parameters:
     ///   - store: The pins.
     ///   - trustRoots: The anchors of the normal trust evaluation; the system store by default.
-    ///   - updateOnEmpty: Whether a host without pins triggers one blocking update first.
+    ///   - updateOnEmpty: Whether a host without pins triggers one blocking update first (at most
+    ///     one download a minute on behalf of such hosts; a download under way is shared).
     public init(store: PinStore, trustRoots: TrustRoots = .system, updateOnEmpty: Bool = false) {
         self.store = store
         self.trustRoots = trustRoots
@@ -100,7 +101,9 @@ public struct PinningEvaluator: Sendable {
         guard updatingOnEmpty, case .deny(let failure) = first, case .noPinsForHost = failure.reason else {
             return first
         }
-        let updateResult = await store.update(mode: .forced)
+        // At most one download a minute on behalf of unpinned hosts (a download under way is
+        // shared): the answer for them will not change faster than the list does.
+        let updateResult = await store.forcedUpdateUnlessRecent(within: Self.emptyUpdateInterval)
         let second = pinDecision(store: store, host: host, validatedChain: validatedChain)
         if case .deny(let again) = second, case .noPinsForHost = again.reason {
             return .deny(PinningFailure(host: host, reason: .noPinsForHost(updateResult: updateResult)))
@@ -109,6 +112,9 @@ public struct PinningEvaluator: Sendable {
     }
 
     /// The name pins are looked up by: an IPv6 literal without its brackets.
+    /// The shortest time between two downloads triggered by hosts without pins.
+    static let emptyUpdateInterval: Duration = .seconds(60)
+
     private static func pinHostName(_ host: String) -> String {
         if host.hasPrefix("["), host.hasSuffix("]") { return String(host.dropFirst().dropLast()) }
         return host

@@ -82,6 +82,8 @@ public final class PinStore: Sendable {
         var nextUpdate: Date
         /// The download under way, shared by every caller that needs one.
         var inFlight: Task<UpdateReport, Never>?
+        /// When the last download finished (monotonic), for ``forcedUpdateUnlessRecent(within:)``.
+        var lastDownloadFinished: ContinuousClock.Instant?
     }
 
     /// A list whose signature has been verified.
@@ -229,6 +231,19 @@ public final class PinStore: Sendable {
         return state.withLock { $0.stored?.entries ?? [] }.filter { $0.isValid(at: now) }
     }
 
+    /// A forced update, unless a download finished less than `interval` ago (then nil: the
+    /// list is as fresh as the server had it). A download under way is joined. Adapters use
+    /// this for "update when a host has no pins", so connections to unpinned hosts cannot
+    /// make the store hammer the list server.
+    package func forcedUpdateUnlessRecent(within interval: Duration) async -> UpdateResult? {
+        let recent = state.withLock { state -> Bool in
+            guard state.inFlight == nil, let finished = state.lastDownloadFinished else { return false }
+            return ContinuousClock.now - finished < interval
+        }
+        if recent { return nil }
+        return await sharedDownload().result
+    }
+
     private func sharedDownload() async -> UpdateReport {
         await startDownloadIfNeeded().value
     }
@@ -238,7 +253,10 @@ public final class PinStore: Sendable {
             if let running = state.inFlight { return running }
             let task = Task { [self] in
                 let report = await self.downloadAndApply()
-                self.state.withLock { $0.inFlight = nil }
+                self.state.withLock {
+                    $0.inFlight = nil
+                    $0.lastDownloadFinished = .now
+                }
                 return report
             }
             state.inFlight = task

@@ -44,7 +44,8 @@ extension URLSessionConfiguration {
     /// - Parameters:
     ///   - store: The pins.
     ///   - trustRoots: The anchors of the normal trust evaluation; the system store by default.
-    ///   - updateOnEmpty: Whether a host without pins triggers one blocking forced update first.
+    ///   - updateOnEmpty: Whether a host without pins triggers one blocking forced update first
+    ///     (at most one download a minute on behalf of such hosts; a download under way is shared).
     ///   - base: The configuration to start from (copied); `.default` if omitted.
     ///   - logger: Where refused connections are logged; none by default.
     public static func pinned(by store: PinStore, trustRoots: TrustRoots = .system, updateOnEmpty: Bool = false,
