@@ -1,4 +1,5 @@
 import Foundation
+import PinStore
 import NIOCore
 import NIOPosix
 import NIOHTTP1
@@ -27,9 +28,9 @@ package final class ListServer: Sendable {
 
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
-    private let state: ListServerState
+    private let state: Locked<ListServerState>
 
-    private init(port: Int, baseURL: URL, group: MultiThreadedEventLoopGroup, channel: any Channel, state: ListServerState) {
+    private init(port: Int, baseURL: URL, group: MultiThreadedEventLoopGroup, channel: any Channel, state: Locked<ListServerState>) {
         self.port = port
         self.baseURL = baseURL
         self.group = group
@@ -44,7 +45,7 @@ package final class ListServer: Sendable {
             throw ListServerError("port \(port) is not a TCP port (0 picks a free one)")
         }
         let sslContext = try tls?.makeContext()
-        let state = ListServerState()
+        let state = Locked(ListServerState())
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
@@ -78,14 +79,17 @@ package final class ListServer: Sendable {
 
     /// The number of requests received so far (counted when a request's head arrives).
     package var requestCount: Int {
-        state.value
+        state.withLock { $0.requests }
     }
 
     /// Stops listening, closes open connections and ends the server's thread. Calling it twice
     /// is harmless.
     package func shutdown() async throws {
         // NIO's group shutdown must run once: a second `shutdownGracefully` never completes.
-        guard state.markShutDown() else { return }
+        guard state.withLock({ state -> Bool in
+            defer { state.shutDown = true }
+            return !state.shutDown
+        }) else { return }
         try? await channel.close()
         try await group.shutdownGracefully()
     }
@@ -96,32 +100,10 @@ package final class ListServer: Sendable {
     }
 }
 
-/// The server's mutable state, shared by every connection: the request count and whether
-/// it has been shut down.
-final class ListServerState: @unchecked Sendable {
-    // @unchecked: `count` and `shutDown` are only touched while `lock` is held.
-    private let lock = NSLock()
-    private var count = 0
-    private var shutDown = false
-
-    var value: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return count
-    }
-
-    func increment() {
-        lock.lock()
-        count += 1
-        lock.unlock()
-    }
-
-    /// Records the shutdown; true only for the first call.
-    func markShutDown() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if shutDown { return false }
-        shutDown = true
-        return true
-    }
+/// The server's mutable state, shared by every connection.
+struct ListServerState: Sendable {
+    /// Requests received so far.
+    var requests = 0
+    /// Whether shutdown has begun.
+    var shutDown = false
 }

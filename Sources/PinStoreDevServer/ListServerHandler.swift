@@ -1,4 +1,5 @@
 import Foundation
+import PinStore
 import NIOCore
 import NIOHTTP1
 
@@ -9,10 +10,10 @@ final class ListServerHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let responder: ListServerResponder
-    private let state: ListServerState
+    private let state: Locked<ListServerState>
     private var pendingHead: HTTPRequestHead?
 
-    init(responder: @escaping ListServerResponder, state: ListServerState) {
+    init(responder: @escaping ListServerResponder, state: Locked<ListServerState>) {
         self.responder = responder
         self.state = state
     }
@@ -20,7 +21,7 @@ final class ListServerHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            state.increment()
+            state.withLock { $0.requests += 1 }
             pendingHead = head
         case .body:
             // Lists are fetched with GET; request bodies are not used.

@@ -188,8 +188,8 @@ import Testing
         let server = try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
         defer { Task { await server.shutdown() } }
         let session = try session(try Pins.good())
-        let outcome = Guarded<(any Error)?>(nil)
-        let done = Guarded(false)
+        let outcome = Locked<(any Error)?>(nil)
+        let done = Locked(false)
         let task = session.dataTask(with: URL(string: "https://localhost:\(server.port)/slow")!) { _, _, error in
             outcome.withLock { $0 = error }
             done.withLock { $0 = true }
@@ -247,7 +247,7 @@ import Testing
 /// Records the data-delegate callbacks of one task.
 private final class RecordingDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     // @unchecked: `events` is guarded; the delegate has no other state.
-    let events = Guarded<[String]>([])
+    let events = Locked<[String]>([])
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                     completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {

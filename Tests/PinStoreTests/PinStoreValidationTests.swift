@@ -5,7 +5,7 @@ import Testing
 
 /// The validation semantics of the wire-format note, over a store updated from
 /// `Fixtures/lists/static-good.json` (localhost, api.pinstore.test x2, *.pinstore.test).
-@Suite struct PinStoreValidationTests {
+@Suite final class PinStoreValidationTests {
     let directory: TemporaryDirectory
     let clock = ManualClock.inValidPeriod()
     let store: PinStore
@@ -15,6 +15,8 @@ import Testing
         store = try StoreFixtures.store(ScriptedFetcher.serving(StoreFixtures.list("static-good.json")), directory: directory.url, clock: clock)
         #expect(await store.update() == .ok)
     }
+
+    deinit { directory.cleanUp() }
 
     @Test func pinnedCertificateIsTrusted() throws {
         #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)

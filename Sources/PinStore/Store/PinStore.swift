@@ -205,8 +205,7 @@ public final class PinStore: Sendable {
         }
         if due {
             // Silent update: the caller goes on with the pins it has.
-            let task = startDownloadIfNeeded()
-            _ = task
+            _ = startDownloadIfNeeded()
         }
         return UpdateReport(result: .ok, error: nil)
     }

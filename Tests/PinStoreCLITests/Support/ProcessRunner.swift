@@ -1,4 +1,5 @@
 import Foundation
+import PinStore
 import PinStoreTestSupport
 
 /// The outcome of one child process.
@@ -36,11 +37,12 @@ enum ProcessRunner {
         process.standardError = stderr
         try process.run()
         // Read stderr on its own thread so a chatty child never blocks on a full pipe.
-        let errorData = LockedData()
+        let errorData = Locked(Data())
         let errorDone = DispatchSemaphore(value: 0)
         let errorHandle = stderr.fileHandleForReading
         Thread {
-            errorData.set(errorHandle.readDataToEndOfFile())
+            let read = errorHandle.readDataToEndOfFile()
+            errorData.withLock { $0 = read }
             errorDone.signal()
         }.start()
         if !input.isEmpty {
@@ -52,18 +54,8 @@ enum ProcessRunner {
         process.waitUntilExit()
         return ProcessOutput(status: process.terminationStatus,
                              stdout: String(decoding: outData, as: UTF8.self),
-                             stderr: String(decoding: errorData.get(), as: UTF8.self))
+                             stderr: String(decoding: errorData.withLock { $0 }, as: UTF8.self))
     }
-}
-
-/// `Data` behind a lock, for the stderr reader thread.
-final class LockedData: @unchecked Sendable {
-    // @unchecked: `data` is only touched while `lock` is held.
-    private let lock = NSLock()
-    private var data = Data()
-    func set(_ value: Data) { lock.lock(); data = value; lock.unlock() }
-    func get() -> Data { lock.lock(); defer { lock.unlock() }; return data }
-    func append(_ more: Data) { lock.lock(); data.append(more); lock.unlock() }
 }
 
 /// The system `openssl` command line: the independent implementation interop tests compare against.
@@ -107,8 +99,8 @@ enum PinstoreBinary {
 final class RunningProcess: @unchecked Sendable {
     // @unchecked: the Process is only started, signalled and waited on; output is locked.
     let process = Process()
-    private let output = LockedData()
-    private let errors = LockedData()
+    private let output = Locked(Data())
+    private let errors = Locked(Data())
 
     init(_ executable: String, _ arguments: [String]) throws {
         signal(SIGPIPE, SIG_IGN)
@@ -119,13 +111,13 @@ final class RunningProcess: @unchecked Sendable {
         process.standardError = stderr
         process.standardInput = FileHandle.nullDevice
         let output = self.output, errors = self.errors
-        stdout.fileHandleForReading.readabilityHandler = { handle in output.append(handle.availableData) }
-        stderr.fileHandleForReading.readabilityHandler = { handle in errors.append(handle.availableData) }
+        stdout.fileHandleForReading.readabilityHandler = { handle in let more = handle.availableData; output.withLock { $0.append(more) } }
+        stderr.fileHandleForReading.readabilityHandler = { handle in let more = handle.availableData; errors.withLock { $0.append(more) } }
         try process.run()
     }
 
-    var stdout: String { String(decoding: output.get(), as: UTF8.self) }
-    var stderr: String { String(decoding: errors.get(), as: UTF8.self) }
+    var stdout: String { String(decoding: output.withLock { $0 }, as: UTF8.self) }
+    var stderr: String { String(decoding: errors.withLock { $0 }, as: UTF8.self) }
 
     /// Waits (up to `timeout` seconds) until standard output matches `pattern`; returns the
     /// first match.

@@ -27,7 +27,7 @@ enum RawNIOClient {
     static func get(_ path: String, host: String = "localhost", port: Int, verifier: PinningTLSVerifier,
                     context: NIOSSLContext? = nil) async throws -> Outcome {
         let context = try context ?? NIOSSLContext(configuration: .makeClientConfiguration())
-        let decision = Guarded<PinningDecision?>(nil)
+        let decision = Locked<PinningDecision?>(nil)
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         let promise = eventLoop.makePromise(of: Response.self)
         let connect = ClientBootstrap(group: eventLoop)

@@ -6,19 +6,6 @@ import NIOPosix
 import NIOSSL
 import PinStore
 
-/// A value behind a lock, for test bookkeeping shared with event-loop handlers.
-final class Guarded<Value>: @unchecked Sendable {
-    // @unchecked: every access goes through `lock`.
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
-}
-
 /// An HTTP/1.1 server on 127.0.0.1 (port 0), with TLS from fixture certificates or in the
 /// clear. It counts the bytes its HTTP layer received after decryption, so a test can prove
 /// that a refused client sent no request byte.
@@ -26,13 +13,13 @@ final class TestServer: Sendable {
     /// The port the server listens on.
     let port: Int
     private let channel: any Channel
-    private let children: Guarded<[any Channel]>
+    private let children: Locked<[any Channel]>
     /// Decrypted bytes that reached the HTTP decoder, over all connections.
-    let receivedBytes: Guarded<Int>
+    let receivedBytes: Locked<Int>
     /// The request targets received (method and URI), in arrival order.
-    let requests: Guarded<[String]>
+    let requests: Locked<[String]>
 
-    private init(port: Int, channel: any Channel, children: Guarded<[any Channel]>, receivedBytes: Guarded<Int>, requests: Guarded<[String]>) {
+    private init(port: Int, channel: any Channel, children: Locked<[any Channel]>, receivedBytes: Locked<Int>, requests: Locked<[String]>) {
         self.port = port
         self.channel = channel
         self.children = children
@@ -55,9 +42,9 @@ final class TestServer: Sendable {
     }
 
     private static func start(tls: NIOSSLContext?) async throws -> TestServer {
-        let children = Guarded<[any Channel]>([])
-        let receivedBytes = Guarded(0)
-        let requests = Guarded<[String]>([])
+        let children = Locked<[any Channel]>([])
+        let receivedBytes = Locked(0)
+        let requests = Locked<[String]>([])
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in
@@ -101,11 +88,11 @@ private final class Responder: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     static let helloBody = "hello over a pinned connection"
-    private let requests: Guarded<[String]>
+    private let requests: Locked<[String]>
     private var head: HTTPRequestHead?
     private var body = ByteBuffer()
 
-    init(requests: Guarded<[String]>) { self.requests = requests }
+    init(requests: Locked<[String]>) { self.requests = requests }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -165,8 +152,8 @@ private final class Responder: ChannelInboundHandler {
 private final class ByteCounter: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
-    private let count: Guarded<Int>
-    init(count: Guarded<Int>) { self.count = count }
+    private let count: Locked<Int>
+    init(count: Locked<Int>) { self.count = count }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let bytes = unwrapInboundIn(data).readableBytes
