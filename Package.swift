@@ -6,7 +6,8 @@ let package = Package(
     name: "PinStore",
     platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
     products: [
-        // The core: signed list, store, validation. Depends on OpenSSL and swift-log only.
+        // The core: signed list, store, validation. Depends on OpenSSL, swift-log, swift-metrics and
+        // swift-service-lifecycle only.
         .library(name: "PinStore", targets: ["PinStore"]),
         // Enforcement on live connections: SwiftNIO verification and pinned URLSession on Linux.
         .library(name: "PinStoreNIO", targets: ["PinStoreNIO"]),
@@ -18,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // The system OpenSSL 3 (libssl-dev), found through pkg-config.
@@ -37,6 +40,8 @@ let package = Package(
                 "COpenSSL",
                 "CPinStoreShims",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .target(
@@ -87,7 +92,11 @@ let package = Package(
         ),
         .testTarget(
             name: "PinStoreTests",
-            dependencies: ["PinStore", "PinStoreDevServer", "CPinStoreTestSupport", "PinStoreTestSupport"]
+            dependencies: [
+                "PinStore", "PinStoreDevServer", "CPinStoreTestSupport", "PinStoreTestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         .testTarget(
             name: "PinStoreNIOTests",

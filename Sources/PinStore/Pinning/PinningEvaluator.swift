@@ -103,7 +103,7 @@ public struct PinningEvaluator: Sendable {
         }
         // At most one download a minute on behalf of unpinned hosts (a download under way is
         // shared): the answer for them will not change faster than the list does.
-        let updateResult = await store.forcedUpdateUnlessRecent(within: Self.emptyUpdateInterval)
+        let updateResult = await store.updateAfterRefusal()
         let second = pinDecision(store: store, host: host, validatedChain: validatedChain)
         if case .deny(let again) = second, case .noPinsForHost = again.reason {
             return .deny(PinningFailure(host: host, reason: .noPinsForHost(updateResult: updateResult)))
@@ -112,9 +112,6 @@ public struct PinningEvaluator: Sendable {
     }
 
     /// The name pins are looked up by: an IPv6 literal without its brackets.
-    /// The shortest time between two downloads triggered by hosts without pins.
-    static let emptyUpdateInterval: Duration = .seconds(60)
-
     private static func pinHostName(_ host: String) -> String {
         if host.hasPrefix("["), host.hasSuffix("]") { return String(host.dropFirst().dropLast()) }
         return host

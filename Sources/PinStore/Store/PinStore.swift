@@ -1,3 +1,4 @@
+import CoreMetrics
 import Dispatch
 import Foundation
 import Logging
@@ -72,18 +73,22 @@ public final class PinStore: Sendable {
     let fallbackEntries: [FingerprintEntry]
     let expectedNames: Set<String>?
     let state: Locked<State>
+    let observers = Locked(PinStoreObservers())
+    let metrics: PinStoreMetrics
 
     struct State {
         /// The verified list in force (nil: nothing downloaded or loaded).
         var stored: VerifiedList?
         /// Stored plus fallback entries, indexed.
         var index: PinIndex
-        /// When the next silent update is due.
-        var nextUpdate: Date
+        /// When the next silent (scheduled) update is due, with backoff after failures.
+        var schedule: RefreshSchedule
         /// The download under way, shared by every caller that needs one.
         var inFlight: Task<UpdateReport, Never>?
-        /// When the last download finished (monotonic), for ``forcedUpdateUnlessRecent(within:)``.
-        var lastDownloadFinished: ContinuousClock.Instant?
+        /// When the last download on behalf of a refusal started, for ``updateAfterRefusal()``.
+        var lastRefusalUpdate: Date?
+        /// Bumped on every change of the list in force.
+        var generation: UInt64 = 0
     }
 
     /// A list whose signature has been verified.
@@ -107,7 +112,8 @@ public final class PinStore: Sendable {
     }
 
     /// Creates a store with an injected clock (tests of expiry and scheduling).
-    package init(configuration: Configuration, fetcher: any FingerprintListFetcher, clock: any PinStoreClock, logger: Logger? = nil) throws(PinStoreError) {
+    package init(configuration: Configuration, fetcher: any FingerprintListFetcher, clock: any PinStoreClock,
+                 logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil) throws(PinStoreError) {
         let (publicKey, fallback) = try configuration.validated()
         self.configuration = configuration
         self.logger = logger ?? Logger(label: "PinStore", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -115,10 +121,13 @@ public final class PinStore: Sendable {
         self.fetcher = fetcher
         self.verifier = ListSignatureVerifier(publicKey: publicKey)
         self.fallbackEntries = fallback
+        self.metrics = PinStoreMetrics(identifier: configuration.identifier, factory: metricsFactory ?? MetricsSystem.factory)
         self.expectedNames = configuration.expectedCommonNames.map { Set($0.map(HostName.normalized)) }
         // A store file is at most a list body in Base64 plus a little.
         self.file = PersistentListFile(url: configuration.storeFileURL, maximumSize: configuration.maximumListSize * 2 + 64 * 1024)
-        self.state = Locked(State(stored: nil, index: PinIndex(entries: fallback), nextUpdate: .distantPast, inFlight: nil))
+        self.state = Locked(State(stored: nil, index: PinIndex(entries: fallback),
+                                  schedule: RefreshSchedule(listDue: .distantPast, periodicInterval: configuration.periodicUpdateInterval),
+                                  inFlight: nil))
         loadPersistedList()
     }
 
@@ -169,9 +178,13 @@ public final class PinStore: Sendable {
         if let expectedNames, !expectedNames.contains(host) {
             return .untrusted
         }
-        let index = state.withLock { $0.index }
+        let (index, due) = state.withLock { ($0.index, $0.schedule.dueDate) }
+        let date = clock.now()
+        // A store in use follows its schedule: the caller goes on with the pins it has while
+        // one shared download runs in the background. Costs a compare when nothing is due.
+        if date >= due { startScheduledUpdateIfDue(at: date) }
         if index.isEmpty { return .empty }
-        let now = Int64(clock.now().timeIntervalSince1970.rounded(.down))
+        let now = Int64(date.timeIntervalSince1970.rounded(.down))
         var pinnedName = false
         var trusted = false
         index.forEachPin(matching: host) { pin in
@@ -198,7 +211,7 @@ public final class PinStore: Sendable {
     public func updateWithReport(mode: UpdateMode = .default) async -> UpdateReport {
         let now = clock.now()
         let (hasValidStored, due) = state.withLock { state in
-            (state.stored?.entries.contains { $0.isValid(at: now) } ?? false, now >= state.nextUpdate)
+            (state.stored?.entries.contains { $0.isValid(at: now) } ?? false, state.schedule.isDue(at: now))
         }
         if mode == .forced || !hasValidStored {
             return await sharedDownload()
@@ -219,9 +232,23 @@ public final class PinStore: Sendable {
         }
     }
 
+    /// Bumped every time the list in force changes (an update applied, a newer list adopted).
+    package var listGeneration: UInt64 {
+        state.withLock { $0.generation }
+    }
+
     /// When the next silent update is due.
     public var nextUpdateDate: Date {
-        state.withLock { $0.nextUpdate }
+        state.withLock { $0.schedule.dueDate }
+    }
+
+    /// Starts the shared background download when the schedule says one is due and none is
+    /// under way.
+    func startScheduledUpdateIfDue(at now: Date) {
+        state.withLock { state in
+            guard state.inFlight == nil, state.schedule.isDue(at: now) else { return }
+            state.inFlight = makeDownloadTask()
+        }
     }
 
     /// The verified, unexpired entries in force (downloaded ones; fallback excluded).
@@ -230,18 +257,28 @@ public final class PinStore: Sendable {
         return state.withLock { $0.stored?.entries ?? [] }.filter { $0.isValid(at: now) }
     }
 
-    /// A forced update, unless a download finished less than `interval` ago (then nil: the
-    /// list is as fresh as the server had it). A download under way is joined. Adapters use
-    /// this for "update when a host has no pins", so connections to unpinned hosts cannot
-    /// make the store hammer the list server.
-    package func forcedUpdateUnlessRecent(within interval: Duration) async -> UpdateResult? {
-        let recent = state.withLock { state -> Bool in
-            guard state.inFlight == nil, let finished = state.lastDownloadFinished else { return false }
-            return ContinuousClock.now - finished < interval
+    /// The update adapters run after a refusal (a pin mismatch, or a host without pins), so a
+    /// partner's unannounced certificate rotation is picked up at the first connection to the
+    /// new certificate: a forced download, shared with one under way, at most one a minute on
+    /// behalf of refusals (``refusalUpdateInterval``). Explicit and scheduled updates do not
+    /// count against that limit. Returns nil when the limit held the download back (the
+    /// decision stays as it was).
+    package func updateAfterRefusal() async -> UpdateResult? {
+        let now = clock.now()
+        let allowed = state.withLock { state -> Bool in
+            if state.inFlight != nil { return true }
+            if let last = state.lastRefusalUpdate, now >= last,
+               now.timeIntervalSince(last) < Self.refusalUpdateInterval { return false }
+            state.lastRefusalUpdate = now
+            return true
         }
-        if recent { return nil }
+        guard allowed else { return nil }
         return await sharedDownload().result
     }
+
+    /// The shortest time between two downloads triggered by refusals (seconds): an impostor
+    /// (or a flood of connections to unpinned hosts) causes at most one list download a minute.
+    package static let refusalUpdateInterval: TimeInterval = 60
 
     private func sharedDownload() async -> UpdateReport {
         await startDownloadIfNeeded().value
@@ -250,16 +287,23 @@ public final class PinStore: Sendable {
     private func startDownloadIfNeeded() -> Task<UpdateReport, Never> {
         state.withLock { state in
             if let running = state.inFlight { return running }
-            let task = Task { [self] in
-                let report = await self.downloadAndApply()
-                self.state.withLock {
-                    $0.inFlight = nil
-                    $0.lastDownloadFinished = .now
-                }
-                return report
-            }
+            let task = makeDownloadTask()
             state.inFlight = task
             return task
+        }
+    }
+
+    /// The one download task; call with the state lock held and store it in `inFlight`.
+    private func makeDownloadTask() -> Task<UpdateReport, Never> {
+        Task { [self] in
+            let report = await self.downloadAndApply()
+            let now = self.clock.now()
+            self.state.withLock { state in
+                state.inFlight = nil
+                if report.result != .ok { state.schedule.downloadFailed(at: now) }
+            }
+            self.metrics.record(report.result)
+            return report
         }
     }
 
@@ -346,8 +390,10 @@ public final class PinStore: Sendable {
         state.withLock { state in
             state.stored = fresh
             state.index = index
-            state.nextUpdate = next
+            state.schedule.listApplied(nextUpdate: next)
+            state.generation &+= 1
         }
+        notifyListChanged()
     }
 
     private func loadPersistedList() {
@@ -360,7 +406,7 @@ public final class PinStore: Sendable {
             state.withLock { state in
                 state.stored = VerifiedList(persisted: persisted, entries: valid, timestamp: verified.timestamp)
                 state.index = index
-                state.nextUpdate = Date(timeIntervalSince1970: persisted.nextUpdate)
+                state.schedule.listApplied(nextUpdate: Date(timeIntervalSince1970: persisted.nextUpdate))
             }
         } catch {
             logger.warning("ignoring the stored fingerprint list", metadata: ["reason": "\(error)", "file": "\(file.url.path)"])

@@ -1,0 +1,91 @@
+import Foundation
+
+/// One pinning decision an adapter made with a store: which host, what was decided, when.
+public struct PinningEvent: Sendable {
+    /// The host name (or IP address) the client connected to.
+    public let host: String
+    /// What the adapter decided.
+    public let decision: PinningDecision
+    /// When the decision was made.
+    public let date: Date
+
+    /// Creates an event.
+    public init(host: String, decision: PinningDecision, date: Date) {
+        self.host = host
+        self.decision = decision
+        self.date = date
+    }
+}
+
+/// The subscribers of a store: decision streams and list-change handlers.
+struct PinStoreObservers: Sendable {
+    var decisionContinuations: [UInt64: AsyncStream<PinningEvent>.Continuation] = [:]
+    var listChangeHandlers: [UInt64: @Sendable () -> Void] = [:]
+    var nextToken: UInt64 = 0
+
+    mutating func token() -> UInt64 {
+        nextToken &+= 1
+        return nextToken
+    }
+}
+
+extension PinStore {
+    /// Every final pinning decision the adapters make with this store, as they are made, once
+    /// each: log them, alert on refusals, count them.
+    ///
+    /// ```swift
+    /// Task {
+    ///     for await event in store.decisions() where !event.decision.isAllowed {
+    ///         logger.notice("pinning refused \(event.host)", metadata: ["reason": "\(event.decision)"])
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// Each call makes an independent stream. A slow reader loses the oldest events beyond
+    /// `limit` rather than slowing connections down. The stream ends when its task is cancelled
+    /// or the store goes away.
+    public func decisions(bufferingNewest limit: Int = 256) -> AsyncStream<PinningEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: PinningEvent.self, bufferingPolicy: .bufferingNewest(max(1, limit)))
+        let token = observers.withLock { observers in
+            let token = observers.token()
+            observers.decisionContinuations[token] = continuation
+            return token
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.observers.withLock { $0.decisionContinuations.removeValue(forKey: token) }
+        }
+        return stream
+    }
+
+    /// Adapters report each final decision here: it reaches ``decisions(bufferingNewest:)``
+    /// and the metrics.
+    package func record(_ decision: PinningDecision, host: String) {
+        let event = PinningEvent(host: host, decision: decision, date: clock.now())
+        let continuations = observers.withLock { Array($0.decisionContinuations.values) }
+        for continuation in continuations { continuation.yield(event) }
+        metrics.record(decision)
+    }
+
+    /// Registers `handler`, called after every change of the list in force (an update applied,
+    /// a newer list adopted from the store file). Adapters use it to drop pooled or cached
+    /// trust that the new list no longer grants. Returns a token for
+    /// ``removeListChangeHandler(_:)``.
+    package func addListChangeHandler(_ handler: @escaping @Sendable () -> Void) -> UInt64 {
+        observers.withLock { observers in
+            let token = observers.token()
+            observers.listChangeHandlers[token] = handler
+            return token
+        }
+    }
+
+    /// Unregisters a handler added with ``addListChangeHandler(_:)``.
+    package func removeListChangeHandler(_ token: UInt64) {
+        _ = observers.withLock { $0.listChangeHandlers.removeValue(forKey: token) }
+    }
+
+    /// Calls every list-change handler, outside any lock.
+    func notifyListChanged() {
+        let handlers = observers.withLock { Array($0.listChangeHandlers.values) }
+        for handler in handlers { handler() }
+    }
+}

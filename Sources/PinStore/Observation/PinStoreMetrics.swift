@@ -1,0 +1,77 @@
+import CoreMetrics
+import Foundation
+
+/// The store's swift-metrics instruments, made once per store so that recording a decision
+/// is a counter increment and nothing more. Names and dimensions are listed in README.md.
+struct PinStoreMetrics: Sendable {
+    /// `pinstore_decisions_total`, one counter per outcome and reason.
+    private let allowed: Counter
+    private let chainNotTrusted: Counter
+    private let pinMismatch: Counter
+    private let noPinsForHost: Counter
+    private let hostNotExpected: Counter
+    /// `pinstore_updates_total`, by result.
+    private let updates: [PinStore.UpdateResult: Counter]
+    /// `pinstore_list_save_failures_total`: verified lists that could not be written to disk.
+    let saveFailures: Counter
+    /// `pinstore_list_age_seconds`: seconds since the list in force was obtained.
+    let listAge: Gauge
+    /// `pinstore_valid_pins`: unexpired pins in force (downloaded and fallback).
+    let validPins: Gauge
+
+    static let decisionsLabel = "pinstore_decisions_total"
+    static let updatesLabel = "pinstore_updates_total"
+    static let saveFailuresLabel = "pinstore_list_save_failures_total"
+    static let listAgeLabel = "pinstore_list_age_seconds"
+    static let validPinsLabel = "pinstore_valid_pins"
+
+    init(identifier: String, factory: any MetricsFactory) {
+        let store = ("store", identifier)
+        func decisions(_ outcome: String, _ reason: String) -> Counter {
+            Counter(label: Self.decisionsLabel, dimensions: [store, ("outcome", outcome), ("reason", reason)], factory: factory)
+        }
+        allowed = decisions("allowed", "pinned")
+        chainNotTrusted = decisions("denied", "chain_not_trusted")
+        pinMismatch = decisions("denied", "pin_mismatch")
+        noPinsForHost = decisions("denied", "no_pins_for_host")
+        hostNotExpected = decisions("denied", "host_not_expected")
+        var updates: [PinStore.UpdateResult: Counter] = [:]
+        for result in [PinStore.UpdateResult.ok, .storeIsEmpty, .networkError, .invalidData, .invalidSignature] {
+            updates[result] = Counter(label: Self.updatesLabel, dimensions: [store, ("result", result.metricName)], factory: factory)
+        }
+        self.updates = updates
+        saveFailures = Counter(label: Self.saveFailuresLabel, dimensions: [store], factory: factory)
+        listAge = Gauge(label: Self.listAgeLabel, dimensions: [store], factory: factory)
+        validPins = Gauge(label: Self.validPinsLabel, dimensions: [store], factory: factory)
+    }
+
+    func record(_ decision: PinningDecision) {
+        switch decision {
+        case .allow: allowed.increment()
+        case .deny(let failure):
+            switch failure.reason {
+            case .chainNotTrusted: chainNotTrusted.increment()
+            case .pinMismatch: pinMismatch.increment()
+            case .noPinsForHost: noPinsForHost.increment()
+            case .hostNotExpected: hostNotExpected.increment()
+            }
+        }
+    }
+
+    func record(_ result: PinStore.UpdateResult) {
+        updates[result]?.increment()
+    }
+}
+
+extension PinStore.UpdateResult {
+    /// The `result` dimension of `pinstore_updates_total`.
+    var metricName: String {
+        switch self {
+        case .ok: "ok"
+        case .storeIsEmpty: "store_is_empty"
+        case .networkError: "network_error"
+        case .invalidData: "invalid_data"
+        case .invalidSignature: "invalid_signature"
+        }
+    }
+}

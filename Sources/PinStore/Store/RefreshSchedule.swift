@@ -1,0 +1,56 @@
+import Foundation
+
+/// When a store goes to the network on its own: the list's own schedule (its `nextUpdate`),
+/// pushed back after failed downloads so that a list server that is down is asked again after
+/// a minute, then two, four, ... but never less often than the periodic interval.
+///
+/// A plain value with no clock and no task: ``PinStore`` keeps it behind its lock and
+/// ``PinStore/run()`` and every `validate` read ``dueDate``. Tests drive it with dates.
+struct RefreshSchedule: Sendable, Equatable {
+    /// The first retry delay after a failed download (seconds); it doubles with every further
+    /// failure.
+    static let firstRetryDelay: TimeInterval = 60
+
+    /// When the list in force wants its next update.
+    private(set) var listDue: Date
+    /// Failed downloads in a row since the last list was applied.
+    private(set) var failures = 0
+    /// No scheduled download before this (the backoff after a failure).
+    private(set) var retryAt: Date?
+    /// When the next scheduled download is due: the later of the two. Stored, so the hot
+    /// path reads one value.
+    private(set) var dueDate: Date
+    /// Longest wait between scheduled updates (the configuration's periodic interval).
+    let periodicInterval: TimeInterval
+
+    init(listDue: Date, periodicInterval: TimeInterval) {
+        self.listDue = listDue
+        self.dueDate = listDue
+        self.periodicInterval = periodicInterval
+    }
+
+    /// Whether a scheduled download should start at `now`.
+    func isDue(at now: Date) -> Bool { now >= dueDate }
+
+    /// A list was applied (downloaded or adopted): its schedule rules, failures are forgotten.
+    mutating func listApplied(nextUpdate: Date) {
+        listDue = nextUpdate
+        failures = 0
+        retryAt = nil
+        dueDate = listDue
+    }
+
+    /// A download (scheduled or not) failed at `now`: back off before the next scheduled one.
+    mutating func downloadFailed(at now: Date) {
+        failures += 1
+        retryAt = now.addingTimeInterval(Self.retryDelay(afterFailures: failures, periodicInterval: periodicInterval))
+        dueDate = max(listDue, retryAt ?? listDue)
+    }
+
+    /// A minute after the first failure, doubling with each further one, never beyond the
+    /// periodic interval (so a drill with a 2-second interval retries every 2 seconds).
+    static func retryDelay(afterFailures failures: Int, periodicInterval: TimeInterval) -> TimeInterval {
+        let doublings = Double(min(max(failures - 1, 0), 32))
+        return min(firstRetryDelay * pow(2, doublings), periodicInterval)
+    }
+}
