@@ -25,10 +25,12 @@ extension PinStore {
     ///
     /// - Parameters:
     ///   - challenge: The challenge URLSession delivered.
-    ///   - updateOnEmpty: Whether a host without pins triggers one blocking forced update first
-    ///     (at most one download a minute on behalf of such hosts; a download under way is shared).
+    ///   - updateOnEmpty: Whether a host without pins triggers one forced update first.
+    ///   - updateOnMismatch: Whether a valid chain matching no pin triggers one forced update
+    ///     first (a partner's unannounced rotation). Downloads on behalf of refusals happen at
+    ///     most once a minute per store; a download under way is shared.
     ///   - completionHandler: URLSession's completion handler.
-    public func handle(_ challenge: URLAuthenticationChallenge, updateOnEmpty: Bool = false,
+    public func handle(_ challenge: URLAuthenticationChallenge, updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
                        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
         guard challenge.protectionSpace.authenticationMethod == NSURLAuthenticationMethodServerTrust,
               let trust = challenge.protectionSpace.serverTrust else {
@@ -41,29 +43,30 @@ extension PinStore {
         case .success(let chain):
             validated = chain
         case .failure(let error):
-            let failure = PinningFailure(host: host, reason: .chainNotTrusted(error))
-            logger.warning("connection refused", metadata: ["reason": "\(failure)"])
-            completionHandler(.cancelAuthenticationChallenge, nil)
+            complete(.deny(PinningFailure(host: host, reason: .chainNotTrusted(error))), host: host, completionHandler)
             return
         }
         let decision = PinningEvaluator.pinDecision(store: self, host: host, validatedChain: validated)
-        if updateOnEmpty, case .deny(let failure) = decision, case .noPinsForHost = failure.reason {
+        if PinningEvaluator.wantsUpdate(after: decision, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch) {
             Task {
-                let second = await PinningEvaluator.pinDecision(store: self, host: host, validatedChain: validated, updatingOnEmpty: true)
-                self.complete(second, completionHandler)
+                let second = await PinningEvaluator.pinDecisionAfterUpdate(store: self, host: host, validatedChain: validated)
+                self.complete(second, host: host, completionHandler)
             }
             return
         }
-        complete(decision, completionHandler)
+        complete(decision, host: host, completionHandler)
     }
 
-    private func complete(_ decision: PinningDecision,
+    private func complete(_ decision: PinningDecision, host: String,
                           _ completionHandler: @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+        record(decision, host: host)
         switch decision {
         case .allow:
             completionHandler(.performDefaultHandling, nil)
         case .deny(let failure):
-            logger.warning("connection refused", metadata: ["reason": "\(failure)"])
+            // Refusals go to the metrics and the decision stream; debug only, so a hostile
+            // host cannot flood the app's logs.
+            logger.debug("connection refused", metadata: ["pinning.reason": "\(failure)"])
             completionHandler(.cancelAuthenticationChallenge, nil)
         }
     }
@@ -91,30 +94,33 @@ extension PinStore {
 ///                          delegateQueue: nil)
 /// ```
 ///
-/// Apps with a delegate of their own call ``PinStore/handle(_:updateOnEmpty:completionHandler:)``
+/// Apps with a delegate of their own call ``PinStore/handle(_:updateOnEmpty:updateOnMismatch:completionHandler:)``
 /// from it instead.
 public final class PinningURLSessionDelegate: NSObject, URLSessionTaskDelegate, Sendable {
     /// The pins.
     public let store: PinStore
-    /// Whether a host without pins triggers one blocking forced update first.
+    /// Whether a host without pins triggers one forced update first.
     public let updateOnEmpty: Bool
+    /// Whether a valid chain matching no pin triggers one forced update first.
+    public let updateOnMismatch: Bool
 
     /// Creates a delegate pinning through `store`.
-    public init(store: PinStore, updateOnEmpty: Bool = false) {
+    public init(store: PinStore, updateOnEmpty: Bool = true, updateOnMismatch: Bool = true) {
         self.store = store
         self.updateOnEmpty = updateOnEmpty
+        self.updateOnMismatch = updateOnMismatch
     }
 
     /// Session-level challenges (server trust arrives here).
     public func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
                            completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
-        store.handle(challenge, updateOnEmpty: updateOnEmpty, completionHandler: completionHandler)
+        store.handle(challenge, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch, completionHandler: completionHandler)
     }
 
     /// Task-level challenges (server trust may arrive here when no session-level method answers).
     public func urlSession(_ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
                            completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
-        store.handle(challenge, updateOnEmpty: updateOnEmpty, completionHandler: completionHandler)
+        store.handle(challenge, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch, completionHandler: completionHandler)
     }
 }
 #endif

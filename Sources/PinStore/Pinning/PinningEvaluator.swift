@@ -17,10 +17,14 @@ public struct PinningEvaluator: Sendable {
     public let store: PinStore
     /// The anchors of the normal trust evaluation.
     public let trustRoots: TrustRoots
-    /// Whether ``evaluate(host:presentedChain:at:)`` runs one forced, blocking
-    /// ``PinStore/update(mode:)`` when the store has no pin for the host, and then decides
-    /// again (what the deployed clients recommend). Concurrent callers share one download.
+    /// Whether ``evaluate(host:presentedChain:at:)`` runs one forced update when the store has
+    /// no pin for the host, and then decides again (what the deployed clients recommend).
     public let updateOnEmpty: Bool
+    /// Whether ``evaluate(host:presentedChain:at:)`` runs one forced update when the chain is
+    /// valid but no pin matches it, and then decides again: a partner's unannounced
+    /// certificate rotation is then picked up on the first connection to the new certificate.
+    /// An impostor is still refused; it can cause at most one list download a minute.
+    public let updateOnMismatch: Bool
 
     private let validator: ChainValidator
 
@@ -29,17 +33,21 @@ public struct PinningEvaluator: Sendable {
     /// - Parameters:
     ///   - store: The pins.
     ///   - trustRoots: The anchors of the normal trust evaluation; the system store by default.
-    ///   - updateOnEmpty: Whether a host without pins triggers one blocking update first (at most
-    ///     one download a minute on behalf of such hosts; a download under way is shared).
-    public init(store: PinStore, trustRoots: TrustRoots = .system, updateOnEmpty: Bool = false) {
+    ///   - updateOnEmpty: Whether a host without pins triggers one forced update first.
+    ///   - updateOnMismatch: Whether a valid chain that matches no pin triggers one forced update
+    ///     first. Downloads on behalf of refusals (both kinds together) happen at most once a
+    ///     minute per store; a download under way is shared.
+    public init(store: PinStore, trustRoots: TrustRoots = .system, updateOnEmpty: Bool = true, updateOnMismatch: Bool = true) {
         self.store = store
         self.trustRoots = trustRoots
         self.updateOnEmpty = updateOnEmpty
+        self.updateOnMismatch = updateOnMismatch
         self.validator = ChainValidator(trustRoots: trustRoots)
     }
 
-    /// Decides on the chain a server presented, updating the store first when
-    /// ``updateOnEmpty`` is set and the host has no pins.
+    /// Decides on the chain a server presented, updating the store once first when the host
+    /// has no pins (``updateOnEmpty``) or no pin matches (``updateOnMismatch``). The decision
+    /// is reported to the store's metrics and ``PinStore/decisions(bufferingNewest:)``.
     ///
     /// - Parameters:
     ///   - host: The host name or IP address the client connected to (not one taken from the
@@ -47,21 +55,47 @@ public struct PinningEvaluator: Sendable {
     ///   - presentedChain: The certificates the server sent (DER), leaf first.
     ///   - time: When validity dates are judged.
     public func evaluate(host: String, presentedChain: [Data], at time: Date = Date()) async -> PinningDecision {
-        let validated: [Data]
-        switch validate(host: host, presentedChain: presentedChain, at: time) {
-        case .success(let chain): validated = chain
-        case .failure(let failure): return .deny(failure)
+        let first = firstDecision(host: host, presentedChain: presentedChain, at: time)
+        guard wantsUpdate(after: first.decision), let validated = first.validatedChain else {
+            return report(first.decision, host: host)
         }
-        return await Self.pinDecision(store: store, host: host, validatedChain: validated, updatingOnEmpty: updateOnEmpty)
+        return await decideAfterUpdate(host: host, validatedChain: validated)
     }
 
     /// Decides at once from the pins the store holds; never updates (for callers that cannot
-    /// wait, such as a synchronous TLS callback).
+    /// wait, such as a synchronous TLS callback). The decision is reported like
+    /// ``evaluate(host:presentedChain:at:)``'s.
     public func evaluateNow(host: String, presentedChain: [Data], at time: Date = Date()) -> PinningDecision {
+        report(firstDecision(host: host, presentedChain: presentedChain, at: time).decision, host: host)
+    }
+
+    // MARK: - The steps, for adapters that must leave their thread only to update
+
+    /// The normal trust evaluation, then the pin check with the pins held now. Not reported:
+    /// finish with ``report(_:host:)`` or ``decideAfterUpdate(host:validatedChain:)``.
+    package func firstDecision(host: String, presentedChain: [Data], at time: Date) -> (decision: PinningDecision, validatedChain: [Data]?) {
         switch validate(host: host, presentedChain: presentedChain, at: time) {
-        case .success(let chain): Self.pinDecision(store: store, host: host, validatedChain: chain)
-        case .failure(let failure): .deny(failure)
+        case .success(let chain): (Self.pinDecision(store: store, host: host, validatedChain: chain), chain)
+        case .failure(let failure): (.deny(failure), nil)
         }
+    }
+
+    /// Whether this evaluator updates the store before giving `decision` as final. Never for
+    /// a chain the normal evaluation refused: an update cannot make it trusted.
+    package func wantsUpdate(after decision: PinningDecision) -> Bool {
+        Self.wantsUpdate(after: decision, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch)
+    }
+
+    /// One rate-limited forced update, then the pin check again; reported.
+    package func decideAfterUpdate(host: String, validatedChain: [Data]) async -> PinningDecision {
+        report(await Self.pinDecisionAfterUpdate(store: store, host: host, validatedChain: validatedChain), host: host)
+    }
+
+    /// Reports the final decision to the store's metrics and decision stream; returns it.
+    @discardableResult
+    package func report(_ decision: PinningDecision, host: String) -> PinningDecision {
+        store.record(decision, host: host)
+        return decision
     }
 
     private func validate(host: String, presentedChain: [Data], at time: Date) -> Result<[Data], PinningFailure> {
@@ -95,14 +129,20 @@ public struct PinningEvaluator: Sendable {
         }
     }
 
-    /// ``pinDecision(store:host:validatedChain:)``, with one forced update when the host has no pins.
-    static func pinDecision(store: PinStore, host: String, validatedChain: [Data], updatingOnEmpty: Bool) async -> PinningDecision {
-        let first = pinDecision(store: store, host: host, validatedChain: validatedChain)
-        guard updatingOnEmpty, case .deny(let failure) = first, case .noPinsForHost = failure.reason else {
-            return first
+    /// The refresh rule every adapter follows: a host without pins, or a valid chain that
+    /// matches none, may mean the list changed since it was loaded.
+    static func wantsUpdate(after decision: PinningDecision, updateOnEmpty: Bool, updateOnMismatch: Bool) -> Bool {
+        guard case .deny(let failure) = decision else { return false }
+        switch failure.reason {
+        case .noPinsForHost: return updateOnEmpty
+        case .pinMismatch: return updateOnMismatch
+        case .chainNotTrusted, .hostNotExpected: return false
         }
-        // At most one download a minute on behalf of unpinned hosts (a download under way is
-        // shared): the answer for them will not change faster than the list does.
+    }
+
+    /// ``PinStore/updateAfterRefusal()`` (at most one download a minute on behalf of refusals;
+    /// one under way is shared), then the pin check again.
+    static func pinDecisionAfterUpdate(store: PinStore, host: String, validatedChain: [Data]) async -> PinningDecision {
         let updateResult = await store.updateAfterRefusal()
         let second = pinDecision(store: store, host: host, validatedChain: validatedChain)
         if case .deny(let again) = second, case .noPinsForHost = again.reason {

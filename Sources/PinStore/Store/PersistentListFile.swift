@@ -25,6 +25,9 @@ struct PersistedList: Codable, Sendable, Equatable {
     /// When the next silent update is due (Unix seconds). Not signed: tampering with it can
     /// only move an update earlier or later, never change a pin.
     var nextUpdate: Double
+    /// When this list was downloaded and verified (Unix seconds; absent in older files). Not
+    /// signed: it only feeds the `pinstore_list_age_seconds` gauge.
+    var updatedAt: Double?
 }
 
 /// One store file, written atomically (temporary file, fsync, rename, fsync of the folder)

@@ -60,6 +60,17 @@ public final class PinStore: Sendable {
         public let result: UpdateResult
         /// The detailed error when ``result`` is not ``UpdateResult/ok``.
         public let error: PinStoreError?
+        /// Set when the list was verified and is in force in this process, but could not be
+        /// written to the store file (a full disk, a read-only folder): after a restart the
+        /// store would load the older file. Also logged at error level and counted in
+        /// `pinstore_list_save_failures_total`.
+        public let saveError: PinStoreError?
+
+        init(result: UpdateResult, error: PinStoreError?, saveError: PinStoreError? = nil) {
+            self.result = result
+            self.error = error
+            self.saveError = saveError
+        }
     }
 
     /// The configuration the store was made with.
@@ -247,8 +258,19 @@ public final class PinStore: Sendable {
     func startScheduledUpdateIfDue(at now: Date) {
         state.withLock { state in
             guard state.inFlight == nil, state.schedule.isDue(at: now) else { return }
-            state.inFlight = makeDownloadTask()
+            state.inFlight = makeDownloadTask(adoptingNewerFile: true)
         }
+    }
+
+    /// The scheduled update ``run()`` waits for: joins one under way, else starts one that
+    /// first looks for a newer list another process saved.
+    func scheduledUpdate() async -> UpdateReport {
+        await state.withLock { state in
+            if let running = state.inFlight { return running }
+            let task = makeDownloadTask(adoptingNewerFile: true)
+            state.inFlight = task
+            return task
+        }.value
     }
 
     /// The verified, unexpired entries in force (downloaded ones; fallback excluded).
@@ -266,7 +288,12 @@ public final class PinStore: Sendable {
     package func updateAfterRefusal() async -> UpdateResult? {
         let now = clock.now()
         let allowed = state.withLock { state -> Bool in
-            if state.inFlight != nil { return true }
+            // Joining a download under way (scheduled, explicit or another refusal's) is free,
+            // and the list it brings answers this refusal: it starts the minute all the same.
+            if state.inFlight != nil {
+                state.lastRefusalUpdate = now
+                return true
+            }
             if let last = state.lastRefusalUpdate, now >= last,
                now.timeIntervalSince(last) < Self.refusalUpdateInterval { return false }
             state.lastRefusalUpdate = now
@@ -294,8 +321,17 @@ public final class PinStore: Sendable {
     }
 
     /// The one download task; call with the state lock held and store it in `inFlight`.
-    private func makeDownloadTask() -> Task<UpdateReport, Never> {
+    ///
+    /// - Parameter adoptingNewerFile: For scheduled updates: when another process sharing the
+    ///   storage directory saved a newer verified list that is not due yet, take it instead of
+    ///   downloading.
+    private func makeDownloadTask(adoptingNewerFile: Bool = false) -> Task<UpdateReport, Never> {
         Task { [self] in
+            if adoptingNewerFile, self.adoptNewerStoredList() {
+                self.state.withLock { $0.inFlight = nil }
+                self.metrics.record(.ok)
+                return UpdateReport(result: .ok, error: nil)
+            }
             let report = await self.downloadAndApply()
             let now = self.clock.now()
             self.state.withLock { state in
@@ -310,9 +346,9 @@ public final class PinStore: Sendable {
     private func downloadAndApply() async -> UpdateReport {
         do {
             let verified = try await download()
-            try apply(verified)
+            let saveError = try apply(verified)
             logger.info("fingerprint list updated", metadata: ["entries": "\(verified.entries.count)", "identifier": "\(configuration.identifier)"])
-            return UpdateReport(result: .ok, error: nil)
+            return UpdateReport(result: .ok, error: nil, saveError: saveError)
         } catch {
             logger.warning("fingerprint list update failed", metadata: ["reason": "\(error)", "identifier": "\(configuration.identifier)"])
             return UpdateReport(result: error.updateResult, error: error)
@@ -347,6 +383,12 @@ public final class PinStore: Sendable {
 
     /// Verifies signed material, from the network or from the store file.
     func verify(_ persisted: PersistedList) throws(PinStoreError) -> VerifiedList {
+        // The configured mode decides what counts as signed: a static file must not load into
+        // a challenge-mode store (whose guarantees, such as rollback protection, it lacks).
+        let configuredMode: PersistedList.Mode = configuration.useChallenge ? .challenge : .static
+        guard persisted.mode == configuredMode else {
+            throw PinStoreError(.storage, "The stored list is in \(persisted.mode.rawValue) mode but the store is configured for \(configuredMode.rawValue) mode; ignoring it until the next update.")
+        }
         switch persisted.mode {
         case .static:
             let document = try FingerprintListDocument(body: persisted.body)
@@ -362,12 +404,25 @@ public final class PinStore: Sendable {
         }
     }
 
-    private func apply(_ verified: VerifiedList) throws(PinStoreError) {
-        let now = clock.now()
-        let current = state.withLock { $0.stored }
-        if let newTimestamp = verified.timestamp, let storedTimestamp = current?.timestamp, newTimestamp < storedTimestamp {
+    /// Refuses a list older than the one in force: a lower signed timestamp, or none at all
+    /// once a timestamp has been seen (else a signed body without one would erase the floor
+    /// and let an older list in after it).
+    private static func checkRollback(_ verified: VerifiedList, against current: VerifiedList?) throws(PinStoreError) {
+        guard let storedTimestamp = current?.timestamp else { return }
+        guard let newTimestamp = verified.timestamp else {
+            throw PinStoreError(.invalidListData, "The list has no timestamp, but the stored list has \(storedTimestamp); refusing a possible rollback.")
+        }
+        if newTimestamp < storedTimestamp {
             throw PinStoreError(.invalidListData, "The list's timestamp \(newTimestamp) is older than the stored list's \(storedTimestamp); refusing a rollback.")
         }
+    }
+
+    /// Puts a verified download in force and saves it. Returns the save error, if any: the
+    /// list is in force in this process all the same.
+    private func apply(_ verified: VerifiedList) throws(PinStoreError) -> PinStoreError? {
+        let now = clock.now()
+        let current = state.withLock { $0.stored }
+        try Self.checkRollback(verified, against: current)
         let valid = verified.entries.filter { $0.isValid(at: now) }
         guard !valid.isEmpty else {
             throw PinStoreError(.noValidEntries, verified.entries.isEmpty
@@ -379,20 +434,31 @@ public final class PinStore: Sendable {
                                              expirationThreshold: configuration.expirationUpdateThreshold)
         var persisted = verified.persisted
         persisted.nextUpdate = next.timeIntervalSince1970
+        persisted.updatedAt = now.timeIntervalSince1970
+        var saveError: PinStoreError?
         do {
             try file.save(persisted)
         } catch {
-            // The verified list is still good for this process; only persistence failed.
-            logger.error("could not save the fingerprint list", metadata: ["reason": "\(error)"])
+            // The verified list is still good for this process; only persistence failed. A
+            // restart would bring the older file back, so say so loudly and count it.
+            saveError = error
+            metrics.saveFailures.increment()
+            logger.error("could not save the fingerprint list; it is in force in this process only", metadata: ["reason": "\(error)"])
         }
-        let fresh = VerifiedList(persisted: persisted, entries: valid, timestamp: verified.timestamp)
-        let index = PinIndex(entries: valid + fallbackEntries)
+        install(VerifiedList(persisted: persisted, entries: valid, timestamp: verified.timestamp), nextUpdate: next, now: now)
+        return saveError
+    }
+
+    /// Makes `list` the list in force and tells whoever keeps trust derived from the old one.
+    private func install(_ list: VerifiedList, nextUpdate: Date, now: Date) {
+        let index = PinIndex(entries: list.entries + fallbackEntries)
         state.withLock { state in
-            state.stored = fresh
+            state.stored = list
             state.index = index
-            state.schedule.listApplied(nextUpdate: next)
+            state.schedule.listApplied(nextUpdate: nextUpdate)
             state.generation &+= 1
         }
+        updateGauges(now: now)
         notifyListChanged()
     }
 
@@ -402,14 +468,45 @@ public final class PinStore: Sendable {
             let verified = try verify(persisted)
             let now = clock.now()
             let valid = verified.entries.filter { $0.isValid(at: now) }
-            let index = PinIndex(entries: valid + fallbackEntries)
-            state.withLock { state in
-                state.stored = VerifiedList(persisted: persisted, entries: valid, timestamp: verified.timestamp)
-                state.index = index
-                state.schedule.listApplied(nextUpdate: Date(timeIntervalSince1970: persisted.nextUpdate))
-            }
+            install(VerifiedList(persisted: persisted, entries: valid, timestamp: verified.timestamp),
+                    nextUpdate: Date(timeIntervalSince1970: persisted.nextUpdate), now: now)
         } catch {
             logger.warning("ignoring the stored fingerprint list", metadata: ["reason": "\(error)", "file": "\(file.url.path)"])
+        }
+    }
+
+    /// Several processes may share one storage directory (the workers of one server). When
+    /// this store's update is due and the file holds a different list that verifies, is not
+    /// older (signed timestamps) and is not due itself, another process has just updated it:
+    /// take that list instead of downloading. Returns whether it did.
+    private func adoptNewerStoredList() -> Bool {
+        let now = clock.now()
+        guard let persisted = try? file.load(), persisted.nextUpdate > now.timeIntervalSince1970 else { return false }
+        let current = state.withLock { $0.stored }
+        if let current, current.persisted == persisted { return false }
+        do {
+            let verified = try verify(persisted)
+            try Self.checkRollback(verified, against: current)
+            let valid = verified.entries.filter { $0.isValid(at: now) }
+            guard !valid.isEmpty else { return false }
+            install(VerifiedList(persisted: persisted, entries: valid, timestamp: verified.timestamp),
+                    nextUpdate: Date(timeIntervalSince1970: persisted.nextUpdate), now: now)
+            logger.info("adopted the newer fingerprint list another process saved", metadata: ["entries": "\(valid.count)", "identifier": "\(configuration.identifier)"])
+            return true
+        } catch {
+            logger.debug("not adopting the stored fingerprint list", metadata: ["reason": "\(error)"])
+            return false
+        }
+    }
+
+    /// Refreshes `pinstore_valid_pins` and `pinstore_list_age_seconds`.
+    func updateGauges(now: Date) {
+        let (stored, fallbackCount) = state.withLock { ($0.stored, fallbackEntries.count) }
+        let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
+        let validStored = stored?.entries.reduce(0) { $0 + ($1.expires > seconds ? 1 : 0) } ?? 0
+        metrics.validPins.record(validStored + fallbackCount)
+        if let updatedAt = stored?.persisted.updatedAt {
+            metrics.listAge.record(max(0, now.timeIntervalSince1970 - updatedAt))
         }
     }
 

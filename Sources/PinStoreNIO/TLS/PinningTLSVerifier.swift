@@ -38,10 +38,17 @@ public struct PinningTLSVerifier: Sendable {
 
     /// A verifier pinning through `store` after normal evaluation against `trustRoots`.
     ///
-    /// - Parameter updateOnEmpty: Whether a host without pins triggers one forced update of the
-    ///   store before deciding; the update runs off the event loop while the handshake waits.
-    public init(store: PinStore, trustRoots: TrustRoots = .system, updateOnEmpty: Bool = false, logger: Logger? = nil) {
-        self.init(evaluator: PinningEvaluator(store: store, trustRoots: trustRoots, updateOnEmpty: updateOnEmpty), logger: logger)
+    /// - Parameters:
+    ///   - updateOnEmpty: Whether a host without pins triggers one forced update of the store
+    ///     before deciding; the update runs off the event loop while the handshake waits.
+    ///   - updateOnMismatch: Whether a valid chain that matches no pin triggers one forced
+    ///     update before deciding (a partner's unannounced rotation). Downloads on behalf of
+    ///     refusals happen at most once a minute per store.
+    public init(store: PinStore, trustRoots: TrustRoots = .system, updateOnEmpty: Bool = true,
+                updateOnMismatch: Bool = true, logger: Logger? = nil) {
+        self.init(evaluator: PinningEvaluator(store: store, trustRoots: trustRoots,
+                                              updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch),
+                  logger: logger)
     }
 
     /// The verification callback for a connection to `serverHostname`.
@@ -70,15 +77,15 @@ public struct PinningTLSVerifier: Sendable {
             }
             // Chain validation and pin lookup are a few signature checks and hashes: cheap enough
             // for the event loop. Only the optional update has to leave it.
-            let decision = evaluator.evaluateNow(host: serverHostname, presentedChain: presented)
-            if evaluator.updateOnEmpty, case .deny(let failure) = decision, case .noPinsForHost = failure.reason {
+            let first = evaluator.firstDecision(host: serverHostname, presentedChain: presented, at: Date())
+            if evaluator.wantsUpdate(after: first.decision), let validated = first.validatedChain {
                 Task {
-                    let second = await evaluator.evaluate(host: serverHostname, presentedChain: presented)
+                    let second = await evaluator.decideAfterUpdate(host: serverHostname, validatedChain: validated)
                     Self.complete(promise, with: second, onDecision: onDecision, logger: logger)
                 }
                 return
             }
-            Self.complete(promise, with: decision, onDecision: onDecision, logger: logger)
+            Self.complete(promise, with: evaluator.report(first.decision, host: serverHostname), onDecision: onDecision, logger: logger)
         }
     }
 
@@ -125,7 +132,9 @@ public struct PinningTLSVerifier: Sendable {
                 promise.succeed(.failed)
             }
         case .deny(let failure):
-            logger.warning("TLS connection refused by pinning", metadata: ["host": "\(failure.host)", "reason": "\(failure)"])
+            // Refusals reach the caller, the metrics and the store's decision stream; a log line
+            // above debug would let one hostile host flood the app's logs.
+            logger.debug("TLS connection refused by pinning", metadata: ["pinning.host": "\(failure.host)", "pinning.reason": "\(failure)"])
             promise.succeed(.failed)
         }
     }

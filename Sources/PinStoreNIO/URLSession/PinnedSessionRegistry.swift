@@ -14,6 +14,7 @@ enum PinnedSessionRegistry {
         let anchors: [Data]
         let includesSystemStore: Bool
         let updateOnEmpty: Bool
+        let updateOnMismatch: Bool
         let requestTimeout: TimeInterval
     }
 

@@ -36,7 +36,7 @@ extension URLSessionConfiguration {
     ///   request's `timeoutInterval`, for connecting and for each silence on the connection.
     /// - Responses are delivered whole (status, headers, body) when complete; no caching,
     ///   cookie storage or content decoding (no `Accept-Encoding` is sent unless you set one).
-    /// - Making a pinned configuration again for the same store, trust roots, `updateOnEmpty`
+    /// - Making a pinned configuration again for the same store, trust roots, update options
     ///   and request timeout reuses the first one's transport (and logger): make sessions freely.
     /// - The body of `uploadTask(with:from:)` is invisible to protocols on Linux: send bodies
     ///   with `URLRequest.httpBody` (or `httpBodyStream`) on data tasks.
@@ -44,22 +44,27 @@ extension URLSessionConfiguration {
     /// - Parameters:
     ///   - store: The pins.
     ///   - trustRoots: The anchors of the normal trust evaluation; the system store by default.
-    ///   - updateOnEmpty: Whether a host without pins triggers one blocking forced update first
-    ///     (at most one download a minute on behalf of such hosts; a download under way is shared).
+    ///   - updateOnEmpty: Whether a host without pins triggers one forced update first.
+    ///   - updateOnMismatch: Whether a valid chain that matches no pin triggers one forced update
+    ///     first, so a partner's unannounced certificate rotation needs no restart. Downloads on
+    ///     behalf of refusals (both kinds together) happen at most once a minute per store; a
+    ///     download under way is shared; an impostor is refused all the same.
     ///   - base: The configuration to start from (copied); `.default` if omitted.
     ///   - logger: Where refused connections are logged; none by default.
-    public static func pinned(by store: PinStore, trustRoots: TrustRoots = .system, updateOnEmpty: Bool = false,
-                              basedOn base: URLSessionConfiguration? = nil, logger: Logger? = nil) -> URLSessionConfiguration {
+    public static func pinned(by store: PinStore, trustRoots: TrustRoots = .system, updateOnEmpty: Bool = true,
+                              updateOnMismatch: Bool = true, basedOn base: URLSessionConfiguration? = nil, logger: Logger? = nil) -> URLSessionConfiguration {
         let configuration = (base?.copy() as? URLSessionConfiguration) ?? base ?? .default
         let key = PinnedSessionRegistry.Key(
             store: ObjectIdentifier(store),
             anchors: trustRoots.anchors.map(\.derRepresentation),
             includesSystemStore: trustRoots.includesSystemStore,
             updateOnEmpty: updateOnEmpty,
+            updateOnMismatch: updateOnMismatch,
             requestTimeout: configuration.timeoutIntervalForRequest)
         let slot = PinnedSessionRegistry.slot(for: key) {
             PinnedHTTPSTransport(
-                verifier: PinningTLSVerifier(store: store, trustRoots: trustRoots, updateOnEmpty: updateOnEmpty, logger: logger),
+                verifier: PinningTLSVerifier(store: store, trustRoots: trustRoots, updateOnEmpty: updateOnEmpty,
+                                             updateOnMismatch: updateOnMismatch, logger: logger),
                 requestTimeout: configuration.timeoutIntervalForRequest,
                 group: MultiThreadedEventLoopGroup.singleton)
         }

@@ -1,0 +1,66 @@
+import Foundation
+import ServiceLifecycle
+
+extension PinStore: Service {
+    /// Keeps the list fresh while nothing else uses the store: sleeps until the next update
+    /// is due (``nextUpdateDate``), updates, and repeats. A failed download is retried after a
+    /// minute, then two, four, ... never less often than the configuration's
+    /// `periodicUpdateInterval`. When another process sharing the storage directory has saved a
+    /// newer list, it is taken instead of downloading.
+    ///
+    /// Add the store to the server's `ServiceGroup`; `run()` returns promptly on graceful
+    /// shutdown and on cancellation:
+    ///
+    /// ```swift
+    /// let store = try PinStore(configuration: configuration, logger: logger)
+    /// let group = ServiceGroup(services: [store, server], gracefulShutdownSignals: [.sigterm], logger: logger)
+    /// try await group.run()
+    /// ```
+    ///
+    /// A store in use also starts a due update by itself from every `validate`, without
+    /// blocking the caller; `run()` covers the idle store, and refreshes the
+    /// `pinstore_list_age_seconds` gauge at least once a minute.
+    public func run() async throws {
+        logger.debug("scheduled fingerprint list updates started", metadata: ["pinstore.identifier": "\(configuration.identifier)"])
+        // Graceful shutdown cancels the loop: nothing in it needs to finish first (a download
+        // under way is shared and completes on its own for whoever else waits for it).
+        await cancelWhenGracefulShutdown {
+            await self.runSchedule()
+        }
+        logger.debug("scheduled fingerprint list updates stopped", metadata: ["pinstore.identifier": "\(configuration.identifier)"])
+    }
+
+    /// The loop behind ``run()``; returns when its task is cancelled.
+    func runSchedule() async {
+        var lastAttempt: Date?
+        while !Task.isCancelled {
+            let now = clock.now()
+            updateGauges(now: now)
+            var due = state.withLock { $0.schedule.dueDate }
+            // At most one scheduled attempt a second, whatever a list's dates say.
+            if let lastAttempt { due = max(due, lastAttempt.addingTimeInterval(Self.minimumScheduledInterval)) }
+            if now < due {
+                // Wake at least once a minute to refresh the age gauge.
+                let wake = min(due, now.addingTimeInterval(Self.gaugeRefreshInterval))
+                do {
+                    try await clock.sleep(until: wake)
+                } catch {
+                    return
+                }
+                continue
+            }
+            lastAttempt = now
+            let report = await scheduledUpdate()
+            if report.result != .ok {
+                logger.debug("scheduled fingerprint list update failed; backing off", metadata: [
+                    "pinstore.result": "\(report.result)", "pinstore.retryAt": "\(nextUpdateDate)",
+                ])
+            }
+        }
+    }
+
+    /// The shortest time between two scheduled attempts (seconds).
+    static let minimumScheduledInterval: TimeInterval = 1
+    /// How often an idle ``run()`` refreshes the list-age gauge (seconds).
+    static let gaugeRefreshInterval: TimeInterval = 60
+}
