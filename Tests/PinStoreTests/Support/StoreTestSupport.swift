@@ -3,18 +3,64 @@ import PinStoreTestSupport
 import Testing
 @testable import PinStore
 
-/// A clock tests set by hand.
+/// A clock tests set by hand. `sleep(until:)` suspends until the test moves the clock to or
+/// past the deadline, so scheduling is tested with exact times and no real waiting.
 final class ManualClock: PinStoreClock, @unchecked Sendable {
+    private struct Sleeper {
+        let deadline: Date
+        let continuation: CheckedContinuation<Void, any Error>
+    }
     private let lock = NSLock()
     private var current: Date
+    private var sleepers: [UInt64: Sleeper] = [:]
+    private var nextSleeper: UInt64 = 0
 
     init(_ date: Date) { current = date }
     /// 2030-01-01T00:00:00Z: inside every live fixture entry (they expire 2099-12-31).
     static func inValidPeriod() -> ManualClock { ManualClock(Date(timeIntervalSince1970: 1_893_456_000)) }
 
     func now() -> Date { lock.lock(); defer { lock.unlock() }; return current }
-    func set(_ date: Date) { lock.lock(); current = date; lock.unlock() }
-    func advance(_ seconds: TimeInterval) { lock.lock(); current += seconds; lock.unlock() }
+    func set(_ date: Date) { lock.lock(); current = date; lock.unlock(); wakeDue() }
+    func advance(_ seconds: TimeInterval) { lock.lock(); current += seconds; lock.unlock(); wakeDue() }
+
+    func sleep(until deadline: Date) async throws {
+        let id: UInt64 = { lock.lock(); defer { lock.unlock() }; nextSleeper += 1; return nextSleeper }()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                lock.lock()
+                if current >= deadline || Task.isCancelled {
+                    lock.unlock()
+                    if Task.isCancelled { continuation.resume(throwing: CancellationError()) } else { continuation.resume() }
+                    return
+                }
+                sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
+                lock.unlock()
+            }
+        } onCancel: {
+            lock.lock()
+            let sleeper = sleepers.removeValue(forKey: id)
+            lock.unlock()
+            sleeper?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// The earliest deadline a task sleeps until, once one does (polls briefly; nil after ~5 s).
+    func nextWake() async -> Date? {
+        for _ in 0..<5_000 {
+            let earliest: Date? = { lock.lock(); defer { lock.unlock() }; return sleepers.values.map(\.deadline).min() }()
+            if let earliest { return earliest }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return nil
+    }
+
+    private func wakeDue() {
+        lock.lock()
+        let due = sleepers.filter { $0.value.deadline <= current }
+        for key in due.keys { sleepers.removeValue(forKey: key) }
+        lock.unlock()
+        for sleeper in due.values { sleeper.continuation.resume() }
+    }
 }
 
 /// A fetcher that answers from a closure, counts requests and can be slowed down. It stands
