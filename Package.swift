@@ -95,6 +95,7 @@ let package = Package(
             dependencies: [
                 "PinStore", "PinStoreDevServer", "CPinStoreTestSupport", "PinStoreTestSupport",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
