@@ -110,6 +110,12 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
             ]
         ),
+        // The child process of the crash drill (killed with SIGKILL mid-update); never a product.
+        .executableTarget(
+            name: "PinStoreCrashDrillChild",
+            dependencies: ["PinStore"],
+            path: "Tests/PinStoreCrashDrillChild"
+        ),
         .testTarget(
             name: "PinStoreCLITests",
             dependencies: ["PinStore", "PinStoreDevServer", "PinStoreTestSupport"]
