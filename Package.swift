@@ -95,6 +95,7 @@ let package = Package(
             dependencies: [
                 "PinStore", "PinStoreDevServer", "CPinStoreTestSupport", "PinStoreTestSupport",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -109,6 +110,12 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+        // The child process of the crash drill (killed with SIGKILL mid-update); never a product.
+        .executableTarget(
+            name: "PinStoreCrashDrillChild",
+            dependencies: ["PinStore"],
+            path: "Tests/PinStoreCrashDrillChild"
         ),
         .testTarget(
             name: "PinStoreCLITests",

@@ -70,6 +70,45 @@ struct CommandLineTests {
         #expect(permissions == 0o600)
     }
 
+    #if canImport(Glibc)
+    /// A local user watching the folder must never see the key under a wider mode: the file
+    /// appears under its own name already 0600 (no temporary file renamed into place, no
+    /// `chmod` afterwards, which is the window an inotify watcher races).
+    @Test func keygenCreatesTheKeyFileWithMode0600FromItsFirstByte() async throws {
+        let directory = try TestResources.temporaryDirectory()
+        let key = directory.appendingPathComponent("key.pem").path
+        let events = try DirectoryEvents(watching: directory.path)
+        let result = try await PinstoreBinary.run(["keygen", "--out", key])
+        try #require(result.status == 0, "\(result.stderr)")
+        let seen = events.drain()
+        #expect(seen.filter(\.isCreate).map(\.name) == ["key.pem"], "files created: \(seen)")
+        #expect(!seen.contains { $0.isMovedIn }, "a file was renamed into place: \(seen)")
+        #expect(!seen.contains { $0.isAttributeChange }, "the mode was changed after creation: \(seen)")
+        #expect(try FileManager.default.attributesOfItem(atPath: key)[.posixPermissions] as? Int == 0o600)
+    }
+    #endif
+
+    @Test func keygenRefusesAPathThatIsADanglingSymlink() async throws {
+        let directory = try TestResources.temporaryDirectory()
+        let target = directory.appendingPathComponent("planted-target.pem")
+        let key = directory.appendingPathComponent("key.pem").path
+        try FileManager.default.createSymbolicLink(atPath: key, withDestinationPath: target.path)
+        let result = try await PinstoreBinary.run(["keygen", "--out", key])
+        #expect(result.status == 1)
+        #expect(!FileManager.default.fileExists(atPath: target.path))
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: key) == target.path)
+    }
+
+    @Test func keygenWithForceReplacesAnExistingKeyWithMode0600() async throws {
+        let key = try TestResources.temporaryDirectory().appendingPathComponent("key.pem").path
+        try Data("old".utf8).write(to: URL(fileURLWithPath: key))
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: key)
+        let result = try await PinstoreBinary.run(["keygen", "--out", key, "--force"])
+        try #require(result.status == 0, "\(result.stderr)")
+        #expect(try String(contentsOfFile: key, encoding: .utf8).contains("BEGIN PRIVATE KEY"))
+        #expect(try FileManager.default.attributesOfItem(atPath: key)[.posixPermissions] as? Int == 0o600)
+    }
+
     @Test func keygenWithPassphraseEncryptsTheKey() async throws {
         let directory = try TestResources.temporaryDirectory()
         let key = directory.appendingPathComponent("key.pem").path
@@ -133,15 +172,55 @@ struct CommandLineTests {
 
     // MARK: sign
 
-    @Test func signFromAHostPinsThePresentedLeaf() async throws {
-        let server = try await ListServer.start(tls: Self.localhostTLS(), responder: ListResponders.staticList(Data()))
-        let result = try await PinstoreBinary.run(["sign", "--key", Self.keyPath, "--host", "127.0.0.1:\(server.port)"])
+    /// Runs `pinstore sign --host` against a loopback TLS server presenting `tls`.
+    static func signFromHost(_ tls: ListServerTLS, host: String = "127.0.0.1", _ extra: [String]) async throws -> ProcessOutput {
+        let server = try await ListServer.start(tls: tls, responder: ListResponders.staticList(Data()))
+        let result = try await PinstoreBinary.run(["sign", "--key", Self.keyPath, "--host", "\(host):\(server.port)"] + extra)
         try await server.shutdown()
+        return result
+    }
+
+    static func signedEntries(_ result: ProcessOutput) throws -> [FingerprintEntry] {
+        try FingerprintList.verifiedEntries(staticList: Data(result.stdout.utf8), publicKey: P256PublicKey(configuredString: TestResources.fixtureText("keys/list-signing.pub.b64")))
+    }
+
+    @Test func signFromAHostPinsTheVerifiedLeafUnderTheHostName() async throws {
+        let result = try await Self.signFromHost(Self.localhostTLS(), host: "localhost", ["--ca-file", TestResources.fixturePath("pki/root-ca.pem")])
         try #require(result.status == 0, "\(result.stderr)")
-        let entries = try FingerprintList.verifiedEntries(staticList: Data(result.stdout.utf8), publicKey: P256PublicKey(configuredString: TestResources.fixtureText("keys/list-signing.pub.b64")))
-        let leaf = try TestResources.certificate("pki/localhost.pem")
+        let entries = try Self.signedEntries(result)
         #expect(entries.map(\.name) == ["localhost"])
-        #expect(entries.map(\.fingerprint) == [leaf.fingerprint])
+        #expect(entries.map(\.fingerprint) == [try TestResources.certificate("pki/localhost.pem").fingerprint])
+    }
+
+    @Test func signFromAHostRefusesAChainTheSystemStoreDoesNotTrust() async throws {
+        let result = try await Self.signFromHost(Self.localhostTLS(), [])
+        #expect(result.status == 1)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.contains("does not verify"))
+    }
+
+    @Test func signFromAHostRefusesACertificateForAnotherHostName() async throws {
+        // wildcard.pem is valid for *.pinstore.test only, not for the host asked.
+        let directory = try TestResources.temporaryDirectory()
+        let chain = directory.appendingPathComponent("chain.pem")
+        try (TestResources.fixture("pki/wildcard.pem") + TestResources.fixture("pki/intermediate-ca.pem")).write(to: chain)
+        let tls = try ListServerTLS(certificateChainFile: chain.path, privateKeyFile: TestResources.fixturePath("pki/wildcard.key.pem"))
+        let result = try await Self.signFromHost(tls, host: "localhost", ["--ca-file", TestResources.fixturePath("pki/root-ca.pem")])
+        #expect(result.status == 1)
+        #expect(!result.stdout.contains("pinstore.test"))
+    }
+
+    @Test func signFromAHostNamesTheEntryAfterNameWhenGiven() async throws {
+        let result = try await Self.signFromHost(Self.localhostTLS(), ["--ca-file", TestResources.fixturePath("pki/root-ca.pem"), "--name", "api.pinstore.test"])
+        try #require(result.status == 0, "\(result.stderr)")
+        #expect(try Self.signedEntries(result).map(\.name) == ["api.pinstore.test"])
+    }
+
+    @Test func signFromAHostWithInsecurePinsAnUnverifiedChainWithAWarning() async throws {
+        let result = try await Self.signFromHost(Self.localhostTLS(), ["--insecure"])
+        try #require(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("warning"))
+        #expect(try Self.signedEntries(result).map(\.name) == ["127.0.0.1"])
     }
 
     @Test func signExpiresOptionOverridesNotAfter() async throws {

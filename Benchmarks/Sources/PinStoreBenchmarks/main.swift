@@ -6,6 +6,7 @@ import Glibc
 
 // PinStore benchmarks. Every target is a ratio against a baseline measured in this same run.
 //   swift run -c release --package-path Benchmarks            all benchmarks
+//   swift run -c release --package-path Benchmarks validate   the validate(fingerprint:) rows only
 //   swift run -c release --package-path Benchmarks memory N   (internal) peak RSS of an N-entry store
 
 /// A fetcher that serves fixed bytes: the benchmarks measure PinStore, not a network.
@@ -144,6 +145,10 @@ for size in [10, 1_000, 100_000] {
 let flatness = (validateMedians.max() ?? 1) / (validateMedians.min() ?? 1)
 rows.append(Row(name: "validate flatness (slowest / fastest size)", value: String(format: "%.2fx", flatness),
                 baseline: "-", ratio: "-", target: "flat (< 2x)", met: flatness < 2))
+if arguments.count == 2, arguments[1] == "validate" {
+    printTable(rows)
+    exit(0)
+}
 
 // 2. validate(commonName:certificateData:) on 1.5 KB versus SHA-256 of the same bytes.
 do {

@@ -46,18 +46,22 @@ public struct ChainValidator: Sendable {
             throw ChainValidationError(.emptyChain, depth: 0, detail: "The server presented no certificate.")
         }
         let seconds = Int64(time.timeIntervalSince1970.rounded(.down))
+        // First: a changed system store is reloaded (and the cache emptied) before any answer.
+        let store = trustRoots.store.current()
         let cacheKey = VerifiedChainCache.Key(hostname: hostname, chain: chain)
         if let cacheKey, let cached = trustRoots.store.cache.chain(for: cacheKey, at: seconds) {
             return cached
         }
-        let verified = try verify(chain: chain, hostname: hostname, at: seconds)
+        let verified = try withExtendedLifetime(store) { () throws(ChainValidationError) -> VerifiedChainCache.Entry in
+            try verify(chain: chain, hostname: hostname, at: seconds, against: store)
+        }
         if let cacheKey { trustRoots.store.cache.insert(verified, for: cacheKey) }
         return verified.chain
     }
 
-    private func verify(chain: [Data], hostname: String, at seconds: Int64) throws(ChainValidationError) -> VerifiedChainCache.Entry {
-        guard let store = trustRoots.store.pointer else {
-            throw ChainValidationError(.other, depth: 0, detail: "The trust store could not be built: \(trustRoots.store.setupProblems.joined(separator: "; "))")
+    private func verify(chain: [Data], hostname: String, at seconds: Int64, against snapshot: X509StoreSnapshot) throws(ChainValidationError) -> VerifiedChainCache.Entry {
+        guard let store = snapshot.pointer else {
+            throw ChainValidationError(.other, depth: 0, detail: "The trust store could not be built: \(snapshot.setupProblems.joined(separator: "; "))")
         }
         var handles: [X509Handle] = []
         for (index, der) in chain.enumerated() {
@@ -135,6 +139,11 @@ public struct ChainValidator: Sendable {
             throw ChainValidationError(.hostnameMismatch, depth: 0, detail: "No host name was given to check the certificate against.")
         }
         let rc: Int32
+        // OpenSSL reads a leading dot as "any subdomain of": a name with an empty label is
+        // refused here, before it reaches X509_VERIFY_PARAM_set1_host.
+        guard IPAddress.isLiteral(host) || HostName.lookupKey(host) != nil else {
+            throw ChainValidationError(.hostnameMismatch, depth: 0, detail: "\"\(hostname)\" is not a host name: it has an empty label (a leading dot or \"..\") or a control character.")
+        }
         if IPAddress.isLiteral(host) {
             rc = X509_VERIFY_PARAM_set1_ip_asc(parameters, host)
         } else {

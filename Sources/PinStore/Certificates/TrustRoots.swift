@@ -18,7 +18,15 @@ public struct TrustRoots: Sendable {
     public let includesSystemStore: Bool
     let store: TrustStore
 
-    /// The system trust store only (OpenSSL's default certificate file and directory).
+    /// The system trust store only (OpenSSL's default certificate file and directory, or
+    /// `SSL_CERT_FILE` / `SSL_CERT_DIR`).
+    ///
+    /// The store is read when first used and read again when the bundle file or the
+    /// certificate directory changes (size, modification time or inode; checked at most once
+    /// a minute), so a root removed from the system store stops being trusted within about a
+    /// minute, without a restart. A certificate edited in place inside the directory, without
+    /// the directory itself changing, is not noticed (`update-ca-certificates` and
+    /// `c_rehash` always change the directory).
     public static let system = TrustRoots(anchors: [], includingSystem: true)
 
     /// The given anchors, plus the system store when `includingSystem` is true.
@@ -26,33 +34,84 @@ public struct TrustRoots: Sendable {
         TrustRoots(anchors: anchors, includingSystem: includingSystem)
     }
 
-    private init(anchors: [X509Certificate], includingSystem: Bool) {
+    private init(anchors: [X509Certificate], includingSystem: Bool, systemSource: SystemTrustSource = .openSSLDefault) {
         self.anchors = anchors
         self.includesSystemStore = includingSystem
-        self.store = TrustStore(anchors: anchors, includingSystem: includingSystem)
+        self.store = TrustStore(anchors: anchors, system: includingSystem ? systemSource : nil)
+    }
+
+    /// A "system" store read from `file` and `directory` instead of OpenSSL's default paths,
+    /// checked for changes every `checkInterval`: tests of the reload.
+    package static func system(file: String, directory: String, checkInterval: Duration) -> TrustRoots {
+        TrustRoots(anchors: [], includingSystem: true,
+                   systemSource: SystemTrustSource(file: file, directories: [directory], checkInterval: checkInterval, isOpenSSLDefault: false))
     }
 }
 
-/// Owns one `X509_STORE`, built once and shared by every verification that uses it.
-///
-/// `@unchecked Sendable`: an `X509_STORE` is reference counted and locks internally; OpenSSL
-/// supports verifying against one store from many threads (every `SSL_CTX` does).
-final class TrustStore: @unchecked Sendable {
+/// Where the system trust store comes from, and how often to look for changes.
+struct SystemTrustSource: Sendable {
+    let file: String
+    let directories: [String]
+    let checkInterval: Duration
+    /// Whether this is OpenSSL's own default (then `X509_STORE_set_default_paths` loads it).
+    let isOpenSSLDefault: Bool
+
+    /// OpenSSL's default bundle and directory, or what `SSL_CERT_FILE` and `SSL_CERT_DIR` say
+    /// (as OpenSSL itself reads them).
+    static var openSSLDefault: SystemTrustSource {
+        let environment = ProcessInfo.processInfo.environment
+        let file = environment[String(cString: X509_get_default_cert_file_env())] ?? String(cString: X509_get_default_cert_file())
+        let directories = (environment[String(cString: X509_get_default_cert_dir_env())] ?? String(cString: X509_get_default_cert_dir()))
+            .split(separator: ":").map(String.init)
+        return SystemTrustSource(file: file, directories: directories, checkInterval: .seconds(60), isOpenSSLDefault: true)
+    }
+
+    /// What identifies the current content cheaply: size, modification time and inode of the
+    /// bundle and of each directory (a missing path counts as a state too).
+    func stamp() -> [Int64] {
+        var values: [Int64] = []
+        for path in [file] + directories {
+            var info = stat()
+            if stat(path, &info) == 0 {
+                values += [Int64(info.st_dev), Int64(info.st_ino), Int64(info.st_size),
+                           Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec)]
+            } else {
+                values += [-1, -1, -1, -1, -1]
+            }
+        }
+        return values
+    }
+}
+
+/// One `X509_STORE` with its anchors loaded. Verifications hold a reference while they use it,
+/// so a reload can swap in a new one at any time.
+final class X509StoreSnapshot: @unchecked Sendable {
+    // @unchecked: an `X509_STORE` is reference counted and locks internally; OpenSSL supports
+    // verifying against one store from many threads (every `SSL_CTX` does).
     let pointer: OpaquePointer?
     /// Messages from anchors that could not be added, reported on the first failed verification.
     let setupProblems: [String]
-    /// Chains recently verified against this store.
-    let cache = VerifiedChainCache()
 
-    init(anchors: [X509Certificate], includingSystem: Bool) {
+    init(anchors: [X509Certificate], system: SystemTrustSource?) {
         guard let store = X509_STORE_new() else {
             pointer = nil
             setupProblems = OpenSSLErrorQueue.drain()
             return
         }
         var problems: [String] = []
-        if includingSystem, X509_STORE_set_default_paths(store) != 1 {
-            problems.append("the system trust store could not be loaded: " + OpenSSLErrorQueue.drain().joined(separator: "; "))
+        if let system {
+            let loaded: Bool
+            if system.isOpenSSLDefault {
+                loaded = X509_STORE_set_default_paths(store) == 1
+            } else {
+                // A missing file or directory is an empty source, as with the default paths.
+                let file = FileManager.default.fileExists(atPath: system.file) ? system.file : nil
+                let directory = system.directories.first { FileManager.default.fileExists(atPath: $0) }
+                loaded = (file == nil && directory == nil) || X509_STORE_load_locations(store, file, directory) == 1
+            }
+            if !loaded {
+                problems.append("the system trust store could not be loaded: " + OpenSSLErrorQueue.drain().joined(separator: "; "))
+            }
         }
         for anchor in anchors {
             do {
@@ -80,5 +139,55 @@ final class TrustStore: @unchecked Sendable {
 
     deinit {
         if let pointer { X509_STORE_free(pointer) }
+    }
+}
+
+/// The trust store a ``TrustRoots`` verifies against, reloaded when the system store changes,
+/// with the cache of chains verified against it.
+final class TrustStore: Sendable {
+    private struct State {
+        var snapshot: X509StoreSnapshot?
+        var stamp: [Int64]
+        var checkedAt: ContinuousClock.Instant
+    }
+
+    private let anchors: [X509Certificate]
+    private let system: SystemTrustSource?
+    private let state: Locked<State>
+    /// Chains recently verified against this store; emptied when the store is reloaded.
+    let cache = VerifiedChainCache()
+
+    init(anchors: [X509Certificate], system: SystemTrustSource?) {
+        self.anchors = anchors
+        self.system = system
+        // Built on first use: `TrustRoots.system` is a global that many processes never use.
+        self.state = Locked(State(snapshot: nil, stamp: [], checkedAt: .now))
+    }
+
+    /// The store to verify against now. With the system store, a cheap check (a few `stat`s, at
+    /// most once per ``SystemTrustSource/checkInterval``) reloads it when its files changed,
+    /// and forgets every cached verification.
+    func current() -> X509StoreSnapshot {
+        let now = ContinuousClock.now
+        let (snapshot, checkDue, knownStamp) = state.withLock { state -> (X509StoreSnapshot?, Bool, [Int64]) in
+            guard let system, state.snapshot != nil else { return (state.snapshot, false, state.stamp) }
+            guard now - state.checkedAt >= system.checkInterval else { return (state.snapshot, false, state.stamp) }
+            state.checkedAt = now   // one caller looks; the others go on with the current store
+            return (state.snapshot, true, state.stamp)
+        }
+        if let snapshot, !checkDue { return snapshot }
+        let stamp = system?.stamp() ?? []
+        if let snapshot, stamp == knownStamp { return snapshot }
+        let fresh = X509StoreSnapshot(anchors: anchors, system: system)
+        let installed = state.withLock { state -> X509StoreSnapshot in
+            // Two first callers may both build one; keep whichever came first.
+            if snapshot == nil, let existing = state.snapshot { return existing }
+            state.snapshot = fresh
+            state.stamp = stamp
+            state.checkedAt = now
+            return fresh
+        }
+        if snapshot != nil { cache.removeAll() }
+        return installed
     }
 }

@@ -6,8 +6,10 @@ import Foundation
 ///
 /// A hit needs the identical presented chain (all DER bytes) for the identical host name,
 /// inside the window in which every certificate of the verified chain is valid, and no older
-/// than ``maximumAge`` (so a change of the system trust store is seen soon). Only successes
-/// are kept, so a refusal is always re-evaluated.
+/// than ``maximumAge``. The owning ``TrustStore`` empties the cache whenever it reloads a
+/// changed system trust store (checked at most once a minute), so a root removed from the
+/// system store stops vouching for cached chains within about a minute. Only successes are
+/// kept, so a refusal is always re-evaluated.
 final class VerifiedChainCache: Sendable {
     struct Key: Hashable, Sendable {
         let hostname: String
@@ -54,6 +56,11 @@ final class VerifiedChainCache: Sendable {
         guard entry.validFrom <= seconds, seconds < entry.validUntil,
               ContinuousClock.now - entry.verifiedAt < Self.maximumAge else { return nil }
         return entry.chain
+    }
+
+    /// Forgets every verification (the trust store they were made against changed).
+    func removeAll() {
+        entries.withLock { $0.removeAll() }
     }
 
     func insert(_ entry: Entry, for key: Key) {

@@ -11,8 +11,11 @@ struct FingerprintListDocument: Sendable {
     }
 
     let entries: [SignedEntry]
-    /// The challenge-mode body's `timestamp` (Unix seconds), if present.
+    /// The body's `timestamp` (Unix seconds), if present: covered by a signature in challenge
+    /// mode, and in static mode only by a whole-list signature.
     let timestamp: Int64?
+    /// Whether the body has a `listSignature` member (see ``WholeListSignature``).
+    let hasListSignature: Bool
 
     /// The latest `expires` any list may carry: 9999-12-31T23:59:59Z. Anything later is a bug
     /// on the server (milliseconds instead of seconds, usually) and is refused.
@@ -32,8 +35,8 @@ struct FingerprintListDocument: Sendable {
         var entries: [SignedEntry] = []
         for (index, item) in wire.fingerprints.enumerated() {
             let position = "entry \(index + 1) (\"\(item.name)\")"
-            guard !item.name.isEmpty, !item.name.utf8.contains(where: { $0 < 0x21 || $0 == 0x7f }) else {
-                throw PinStoreError(.invalidListData, "\(position): the name is empty or contains spaces or control characters.")
+            if let problem = HostName.listEntryProblem(item.name) {
+                throw PinStoreError(.invalidListData, "\(position): \(problem).")
             }
             guard let fingerprint = Base64.decodeStrict(item.fingerprint) else {
                 throw PinStoreError(.invalidListData, "\(position): the fingerprint is not valid Base64.")
@@ -61,6 +64,7 @@ struct FingerprintListDocument: Sendable {
         }
         self.entries = entries
         self.timestamp = wire.timestamp
+        self.hasListSignature = wire.listSignature != nil
     }
 
     private struct Wire: Decodable {
@@ -73,6 +77,7 @@ struct FingerprintListDocument: Sendable {
         }
         let fingerprints: [Item]
         let timestamp: Int64?
+        let listSignature: String?
     }
 
     private static func describe(_ error: DecodingError) -> String {

@@ -33,16 +33,25 @@ package struct FingerprintListSigner: Sendable {
     /// The result is parsed back with the parser clients use, so a list that clients would
     /// refuse (an empty name, a fingerprint that is not 32 bytes, an impossible `expires`, a
     /// duplicate entry) is refused here, before anyone serves it.
-    package func staticList(_ entries: [FingerprintEntry]) throws(PinStoreError) -> Data {
+    ///
+    /// With a `timestamp`, the list also carries a whole-list signature (``WholeListSignature``)
+    /// over the exact body, timestamp included: deployed clients ignore it, PinStore verifies
+    /// it and refuses lists older than the newest it has seen.
+    package func staticList(_ entries: [FingerprintEntry], timestamp: Int64? = nil) throws(PinStoreError) -> Data {
         var lines: [String] = []
         lines.reserveCapacity(entries.count)
         for entry in entries {
             let signature = try signature(for: entry)
             lines.append(Self.entryObject(entry, signature: signature))
         }
-        let json = Self.document(members: [], entryLines: lines)
-        try Self.checkClientsAccept(json)
-        return json
+        guard let timestamp else {
+            let json = Self.document(members: [], entryLines: lines)
+            try Self.checkClientsAccept(json)
+            return json
+        }
+        let unsigned = Self.document(members: ["\"\(WholeListSignature.member)\": \"\"", "\"timestamp\": \(timestamp)"], entryLines: lines)
+        try Self.checkClientsAccept(unsigned)
+        return try WholeListSignature.sign(unsigned, with: privateKey)
     }
 
     /// A challenge-mode response body: `{"timestamp":...,"fingerprints":[...]}` without per-entry

@@ -63,6 +63,13 @@ extension URL {
         return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
+    /// Whether this is a plain-http URL on a loopback host: the only configured URL under
+    /// which a list fetch may use (and follow redirects to) plain http. A production https URL
+    /// never may, so its server cannot redirect the fetch to `http://127.0.0.1/...`.
+    var isLoopbackHTTP: Bool {
+        scheme?.lowercased() == "http" && hasLoopbackHost
+    }
+
     /// https anywhere, or http on a loopback host when that is allowed.
     func isAcceptableListURL(allowingLoopbackHTTP: Bool) -> Bool {
         switch scheme?.lowercased() {

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -39,19 +40,65 @@ struct PersistentListFile: Sendable {
     let maximumSize: Int
 
     /// Reads and decodes the file; nil when there is none.
-    func load() throws(PinStoreError) -> PersistedList? {
+    ///
+    /// The file is opened without following a symlink (`O_NOFOLLOW`) and its size is taken
+    /// from what was opened (`fstat`), so neither a link nor a swap between a check and the
+    /// read can make the store read something else, or something huge. A file that is not a
+    /// regular file, or that group or others may write (the store creates it 0600, so someone
+    /// changed it), is refused; a storage folder writable by group or others is reported to
+    /// `logger` at warning level, since whoever can write there can delete or replace the
+    /// file (never plant a pin: the content is verified again on every load).
+    func load(logger: Logger? = nil) throws(PinStoreError) -> PersistedList? {
         let path = url.path
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
+        warnAboutWritableDirectory(logger: logger)
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            if code == ENOENT { return nil }
+            if code == ELOOP {
+                throw PinStoreError(.storage, "The store file \(path) is a symbolic link; it is not followed. Remove it: the next update writes a regular file.")
+            }
+            throw PinStoreError(.storage, "The store file \(path) could not be opened: \(String(cString: strerror(code)))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw PinStoreError(.storage, "The store file \(path) could not be examined: \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw PinStoreError(.storage, "The store file \(path) is not a regular file; ignoring it.")
+        }
+        guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+            throw PinStoreError(.storage, "The store file \(path) is writable by group or others (mode \(String(info.st_mode & 0o777, radix: 8))); the store writes it 0600, so it was changed by someone else. Ignoring it until the next update replaces it.")
+        }
+        let size = Int(info.st_size)
         guard size <= maximumSize else {
             throw PinStoreError(.storage, "The store file \(path) is \(size) bytes, more than a list can be; ignoring it.")
         }
-        let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch {
-            throw PinStoreError(.storage, "The store file \(path) could not be read: \(error.localizedDescription)")
+        // Read what was opened: one byte more than fstat said, to notice a file that grows.
+        var data = Data(count: size + 1)
+        var total = 0
+        var readError: Int32 = 0
+        data.withUnsafeMutableBytes { raw in
+            guard let base = raw.baseAddress else { return }
+            while total < raw.count {
+                let n = read(fd, base + total, raw.count - total)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    readError = errno
+                    return
+                }
+                if n == 0 { return }
+                total += n
+            }
         }
+        guard readError == 0 else {
+            throw PinStoreError(.storage, "The store file \(path) could not be read: \(String(cString: strerror(readError)))")
+        }
+        guard total <= size else {
+            throw PinStoreError(.storage, "The store file \(path) grew while it was read; ignoring it.")
+        }
+        data.count = total
         do {
             let decoded = try JSONDecoder().decode(PersistedList.self, from: data)
             guard decoded.format == 1 else {
@@ -63,6 +110,18 @@ struct PersistentListFile: Sendable {
         } catch {
             throw PinStoreError(.storage, "The store file \(path) is truncated or corrupt; ignoring it until the next good update.")
         }
+    }
+
+    /// Logs a warning when the storage folder is writable by group or others.
+    private func warnAboutWritableDirectory(logger: Logger?) {
+        guard let logger else { return }
+        let directory = url.deletingLastPathComponent().path
+        var info = stat()
+        guard stat(directory, &info) == 0, info.st_mode & (S_IWGRP | S_IWOTH) != 0 else { return }
+        // A sticky shared folder (/tmp) keeps others from replacing our file, but not from
+        // planting one before we create ours.
+        logger.warning("the PinStore storage folder is writable by group or others; use a private folder (0700)",
+                       metadata: ["pinstore.folder": "\(directory)", "pinstore.mode": "\(String(info.st_mode & 0o7777, radix: 8))"])
     }
 
     /// Replaces the file atomically.

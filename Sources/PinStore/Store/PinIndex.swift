@@ -114,22 +114,6 @@ final class PinIndex: Sendable {
     }
 }
 
-/// Host-name normalization shared by the index and lookups: ASCII lowercase, no trailing dot.
-enum HostName {
-    @inline(__always)
-    static func normalized(_ name: String) -> String {
-        var needsWork = false
-        for byte in name.utf8 where (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) {
-            needsWork = true
-            break
-        }
-        if !needsWork, name.utf8.last != UInt8(ascii: ".") { return name }
-        var result = needsWork ? String(decoding: name.utf8.map { ($0 >= 65 && $0 <= 90) ? $0 + 32 : $0 }, as: UTF8.self) : name
-        if result.utf8.last == UInt8(ascii: ".") { result.removeLast() }
-        return result
-    }
-}
-
 /// A SHA-256 digest held as four machine words, so the hot path compares pins without
 /// touching `Data` and in constant time (every word is always compared).
 struct Digest32: Sendable, Hashable {

@@ -37,6 +37,13 @@ extension PinStore {
         public var requestTimeout: TimeInterval
         /// Bytes past which a list body is refused without reading on. Default 1 MiB.
         public var maximumListSize: Int
+        /// Static mode: whether every list must carry a valid whole-list signature (the
+        /// `listSignature` member `pinstore sign` writes, covering the whole body and its
+        /// `timestamp`). Lists with one are always checked, and their timestamp is a rollback
+        /// floor; requiring it also refuses lists without one, which closes replay of older
+        /// lists, splicing of entries from different lists and changes of `depth`. Default
+        /// false (the deployed list format has no such member).
+        public var requireListSignature: Bool
 
         /// Creates a configuration; every value after `publicKey` has a default.
         public init(serviceURL: URL,
@@ -49,7 +56,8 @@ extension PinStore {
                     expirationUpdateThreshold: TimeInterval = 14 * 86_400,
                     storageDirectory: URL? = nil,
                     requestTimeout: TimeInterval = 20,
-                    maximumListSize: Int = 1 << 20) {
+                    maximumListSize: Int = 1 << 20,
+                    requireListSignature: Bool = false) {
             self.serviceURL = serviceURL
             self.publicKey = publicKey
             self.useChallenge = useChallenge
@@ -61,6 +69,7 @@ extension PinStore {
             self.storageDirectory = storageDirectory
             self.requestTimeout = requestTimeout
             self.maximumListSize = maximumListSize
+            self.requireListSignature = requireListSignature
         }
 
         /// The file the store keeps its list in.
@@ -94,6 +103,9 @@ extension PinStore {
             }
             guard periodicUpdateInterval > 0, expirationUpdateThreshold >= 0, requestTimeout > 0, maximumListSize > 0 else {
                 throw PinStoreError(.invalidConfiguration, "periodicUpdateInterval, requestTimeout and maximumListSize must be positive, expirationUpdateThreshold not negative.")
+            }
+            if let bad = expectedCommonNames?.first(where: { HostName.lookupKey($0) == nil }) {
+                throw PinStoreError(.invalidConfiguration, "expectedCommonNames: \(String(reflecting: bad)) is not a host name (empty, an empty label such as a leading dot, or a control character).")
             }
             var fallback: [FingerprintEntry] = []
             if let fallbackData {

@@ -201,7 +201,8 @@ public final class PinStore: Sendable {
 
     @inline(__always)
     private func validate(commonName: String, matches: (PinIndex.Pin) -> Bool) -> ValidationResult {
-        let host = HostName.normalized(commonName)
+        // A name with an empty label or a control character is nobody's host: refuse it.
+        guard let host = HostName.lookupKey(commonName) else { return .untrusted }
         if let expectedNames, !expectedNames.contains(host) {
             return .untrusted
         }
@@ -389,7 +390,7 @@ public final class PinStore: Sendable {
         let request = FingerprintListRequest(url: configuration.serviceURL, headers: headers,
                                              timeout: configuration.requestTimeout,
                                              maximumBodySize: configuration.maximumListSize,
-                                             allowsLoopbackHTTP: true)
+                                             allowsLoopbackHTTP: configuration.serviceURL.isLoopbackHTTP)
         let response = try await fetcher.fetch(request)
         guard (200..<300).contains(response.statusCode) else {
             throw PinStoreError(.network, "The list server answered HTTP \(response.statusCode).")
@@ -416,9 +417,11 @@ public final class PinStore: Sendable {
         case .static:
             let document = try FingerprintListDocument(body: persisted.body)
             let entries = try verifier.verifyStatic(document)
-            // No signature covers a static body's `timestamp`, so it must not become a
-            // rollback floor (a forged huge value would refuse every later list).
-            return VerifiedList(persisted: persisted, entries: entries, timestamp: nil)
+            // Only a whole-list signature covers a static body's `timestamp`; without one it
+            // must not become a rollback floor (a forged huge value would refuse every later list).
+            let signedTimestamp = try verifier.verifyWholeList(body: persisted.body, document: document,
+                                                               required: configuration.requireListSignature)
+            return VerifiedList(persisted: persisted, entries: entries, timestamp: signedTimestamp)
         case .challenge:
             // The signature covers the body: check it before parsing anything.
             try verifier.verifyChallenge(body: persisted.body, challenge: persisted.challenge ?? "", signatureHeader: persisted.signature)
@@ -499,7 +502,7 @@ public final class PinStore: Sendable {
 
     private func loadPersistedList() {
         do {
-            guard let persisted = try file.load() else { return }
+            guard let persisted = try file.load(logger: logger) else { return }
             let verified = try verify(persisted)
             let now = clock.now()
             let valid = verified.entries.filter { $0.isValid(at: now) }

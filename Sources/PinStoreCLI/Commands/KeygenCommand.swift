@@ -8,7 +8,8 @@ struct KeygenCommand: AsyncParsableCommand {
         commandName: "keygen",
         abstract: "Generate a P-256 list-signing key and print the public key apps configure.",
         discussion: """
-            Writes the private key as PKCS#8 PEM (mode 0600), encrypted with AES-256-CBC when a
+            Writes the private key as PKCS#8 PEM, created with mode 0600 from its first byte (an existing
+            file is kept unless --force), encrypted with AES-256-CBC when a
             passphrase file is given (its first line is the passphrase). Prints the public key as
             Base64 of the X9.63 point (what PinStore.Configuration.publicKey takes) and as PEM.
             Keep the private key off the servers that host the list: whoever holds it decides
@@ -30,7 +31,8 @@ struct KeygenCommand: AsyncParsableCommand {
     var force = false
 
     func run() async throws {
-        if FileManager.default.fileExists(atPath: out), !force {
+        // A cheap early answer; the create below (O_EXCL) is what really refuses an existing file.
+        if !force, (try? FileManager.default.attributesOfItem(atPath: out)) != nil {
             throw CLIError("\(out) already exists; refusing to overwrite a key (use --force if you mean it)")
         }
         let passphrase = try InputFiles.passphrase(passphraseFile)
@@ -38,7 +40,7 @@ struct KeygenCommand: AsyncParsableCommand {
             let key = try P256PrivateKey()
             let pem = try key.pkcs8PEM(passphrase: passphrase)
             let publicKey = try key.publicKey
-            try InputFiles.write(Data(pem.utf8), to: out, secret: true)
+            try SecretFile.write(Data(pem.utf8), to: out, replacingExisting: force)
             Console.print("private key: \(out) (PKCS#8 PEM\(passphrase == nil ? "" : ", encrypted"), mode 0600)")
             Console.print("public key (Base64 X9.63, for PinStore.Configuration.publicKey):")
             Console.print(publicKey.x963Representation.base64EncodedString())

@@ -9,20 +9,27 @@ struct SignCommand: AsyncParsableCommand {
         abstract: "Sign a complete static-mode fingerprint list.",
         discussion: """
             Entries come from certificate files (--cert: the first certificate of each file, the
-            leaf), from what TLS servers present (--host: the leaf, NOT verified), or are given
+            leaf), from what TLS servers present (--host: the leaf, after verifying the chain
+            against the system trust store or --ca-file and the host name), or are given
             directly (--entry name,fingerprint,expires with the fingerprint in Base64 or hex and
-            expires in Unix seconds or ISO 8601). An entry made from a certificate is named after
-            its subject CN (its first DNS name when it has no CN) and expires at the
-            certificate's notAfter unless --expires says otherwise.
+            expires in Unix seconds or ISO 8601). An entry made from a certificate file is named
+            after its subject CN (its first DNS name when it has no CN); an entry made from
+            --host is named after the host (or --name). Entries expire at the certificate's
+            notAfter unless --expires says otherwise. --insecure pins a chain that does not
+            verify (a warning says so): check its fingerprint out of band.
 
             Each entry is signed over name&base64(fingerprint)&expires (ECDSA P-256, SHA-256,
-            DER, Base64), the format deployed clients verify. To rotate a certificate without
+            DER, Base64), the format deployed clients verify. The list also gets a whole-list
+            signature ("listSignature", over the exact body with its "timestamp") that deployed
+            clients ignore and PinStore checks: it stops replayed, spliced or re-depthed lists
+            (require it with requireListSignature). --no-list-signature leaves it out. To rotate a certificate without
             downtime, sign a list holding both the current and the next certificate before the
             next one is deployed.
 
             Examples:
               pinstore sign --key list-signing.key.pem --cert api.pem next-api.pem --out list.json
               pinstore sign --key list-signing.key.pem --host api.example.com --out list.json
+              pinstore sign --key list-signing.key.pem --host 10.0.0.5:8443 --ca-file private-ca.pem --name api.internal
               pinstore sign --key list-signing.key.pem --entry api.example.com,kqN/vV4hpTqVxxbhFE9EL1grlND6/Gc+tnF6TrUaiKc=,1710460799
             """
     )
@@ -39,11 +46,26 @@ struct SignCommand: AsyncParsableCommand {
     @Option(parsing: .upToNextOption, help: "TLS servers (host[:port]) whose presented leaf to pin.")
     var host: [String] = []
 
+    @Option(help: "Trust anchors (PEM) for verifying --host chains instead of the system trust store.")
+    var caFile: String?
+
+    @Option(help: "The entry name for --host (default: the host as given).")
+    var name: String?
+
+    @Flag(help: "Pin what --host presents even when its chain or host name does not verify.")
+    var insecure = false
+
     @Option(parsing: .upToNextOption, help: "Entries as name,fingerprint,expires.")
     var entry: [String] = []
 
     @Option(help: "Expiry for entries made from certificates and hosts (Unix seconds or ISO 8601; default: each certificate's notAfter).")
     var expires: String?
+
+    @Option(help: "The list's timestamp, covered by its whole-list signature (Unix seconds or ISO 8601; default: now). Stores refuse a list older than the newest they have seen.")
+    var timestamp: String?
+
+    @Flag(help: "Write the deployed format only: per-entry signatures, no whole-list signature and timestamp.")
+    var noListSignature = false
 
     @Option(help: "Where to write the list (default: standard output).")
     var out: String?
@@ -51,6 +73,9 @@ struct SignCommand: AsyncParsableCommand {
     func validate() throws {
         if cert.isEmpty, host.isEmpty, entry.isEmpty {
             throw ValidationError("Give at least one --cert, --host or --entry.")
+        }
+        if name != nil, host.count != 1 {
+            throw ValidationError("--name names the entry of exactly one --host.")
         }
     }
 
@@ -71,11 +96,20 @@ struct SignCommand: AsyncParsableCommand {
             }
             entries.append(try entry(for: certificates[0], origin: path, expires: expiresOverride))
         }
+        let roots = try hostTrustRoots()
         for target in host {
             let endpoint = try TLSEndpoint(parsing: target)
             let chain = try await PresentedChainReader.read(endpoint)
-            Console.printError("note: pinning the leaf \(endpoint) presented; it was NOT verified, check the fingerprint out of band")
-            entries.append(try entry(for: chain[0], origin: target, expires: expiresOverride))
+            do {
+                _ = try ChainValidator(trustRoots: roots).validate(chain: chain.map(\.derRepresentation), hostname: endpoint.host)
+            } catch {
+                guard insecure else {
+                    throw CLIError("\(endpoint) presented a chain that does not verify for \(endpoint.host) (\(error)); refusing to pin it. Use --ca-file for a private CA, or --insecure to pin it anyway")
+                }
+                Console.printError("warning: pinning the leaf \(endpoint) presented although it does NOT verify (\(error)); check its fingerprint out of band")
+            }
+            let leaf = try entry(for: chain[0], origin: target, expires: expiresOverride)
+            entries.append(FingerprintEntry(name: name ?? endpoint.host, fingerprint: leaf.fingerprint, expires: leaf.expires))
         }
         for text in entry {
             entries.append(try Self.parseEntry(text))
@@ -86,7 +120,8 @@ struct SignCommand: AsyncParsableCommand {
         }
         let json: Data
         do {
-            json = try FingerprintListSigner(privateKey: signingKey).staticList(entries)
+            let listTimestamp = noListSignature ? nil : try timestamp.map { try UnixTime.parse($0, option: "--timestamp") } ?? now
+            json = try FingerprintListSigner(privateKey: signingKey).staticList(entries, timestamp: listTimestamp)
         } catch {
             throw CLIError("signing", error)
         }
@@ -95,6 +130,17 @@ struct SignCommand: AsyncParsableCommand {
             Console.printError("signed \(entries.count) entr\(entries.count == 1 ? "y" : "ies") into \(out)")
         } else {
             Console.write(json)
+        }
+    }
+
+    /// The anchors --host chains are verified against: --ca-file, or the system trust store.
+    private func hostTrustRoots() throws -> TrustRoots {
+        guard let caFile else { return .system }
+        let data = try InputFiles.data(caFile, what: "CA file")
+        do {
+            return .anchors(try X509Certificate.certificates(fileContents: data))
+        } catch {
+            throw CLIError("reading \(caFile)", error)
         }
     }
 

@@ -62,14 +62,12 @@ enum InputFiles {
         }
     }
 
-    /// Writes `data` to `path` atomically; `0600` when it is a secret.
-    static func write(_ data: Data, to path: String, secret: Bool = false) throws {
+    /// Writes public `data` (a signed list) to `path` atomically. Secrets go through
+    /// ``SecretFile`` instead, which never lets them exist with a wider mode.
+    static func write(_ data: Data, to path: String) throws {
         let url = URL(fileURLWithPath: path)
         do {
             try data.write(to: url, options: .atomic)
-            if secret {
-                try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
-            }
         } catch {
             throw CLIError("cannot write \(path): \(error.localizedDescription)")
         }

@@ -1,0 +1,64 @@
+import Foundation
+@_spi(Fuzzing) import PinStore
+
+/// The fuzz targets, picked by the `FUZZ_TARGET` environment variable.
+enum FuzzTarget: String, CaseIterable {
+    /// The list document parser and static verification (`Fuzz/corpus/list`).
+    case list
+    /// Public keys as an app configures them: Base64 X9.63, PEM, Base64 or raw DER SPKI.
+    case publicKey = "public-key"
+    /// Certificates: DER, PEM, PEM bundles with junk between blocks.
+    case certificate
+    /// The store file loader (a real file, read and verified as at start-up).
+    case storeFile = "store-file"
+    /// Host-name rules.
+    case hostName = "host-name"
+
+    static let current: FuzzTarget = {
+        let name = ProcessInfo.processInfo.environment["FUZZ_TARGET"] ?? ""
+        guard let target = FuzzTarget(rawValue: name) else {
+            let names = FuzzTarget.allCases.map(\.rawValue).joined(separator: ", ")
+            FileHandle.standardError.write(Data("set FUZZ_TARGET to one of: \(names)\n".utf8))
+            exit(2)
+        }
+        return target
+    }()
+
+    /// A private scratch folder for the store-file target (tmpfs where there is one).
+    static let scratch: URL = {
+        let base = FileManager.default.fileExists(atPath: "/dev/shm") ? URL(fileURLWithPath: "/dev/shm") : FileManager.default.temporaryDirectory
+        let url = base.appendingPathComponent("pinstore-fuzz-\(getpid())")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return url
+    }()
+
+    func run(_ data: Data) {
+        switch self {
+        case .list:
+            FuzzEntryPoints.listDocument(data)
+        case .publicKey:
+            _ = try? P256PublicKey(configuredString: String(decoding: data, as: UTF8.self))
+            _ = try? P256PublicKey(derSubjectPublicKeyInfo: data)
+            _ = try? P256PublicKey(x963Representation: data)
+        case .certificate:
+            if let certificates = try? X509Certificate.certificates(fileContents: data) {
+                for certificate in certificates {
+                    _ = (certificate.subject, certificate.issuer, certificate.commonName, certificate.dnsNames,
+                         certificate.ipAddresses, certificate.spkiSHA256Base64, certificate.fingerprintHex)
+                }
+            }
+            _ = try? X509Certificate.certificates(pem: String(decoding: data, as: UTF8.self))
+        case .storeFile:
+            FuzzEntryPoints.storeFile(data, directory: Self.scratch)
+        case .hostName:
+            FuzzEntryPoints.hostName(data)
+        }
+    }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int32 {
+    let data = bytes.map { Data(bytes: $0, count: count) } ?? Data()
+    FuzzTarget.current.run(data)
+    return 0
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for SECONDS seconds each (default 10), starting from the committed
+# seed corpus (Fuzz/corpus/<target>). New interesting inputs go to Fuzz/.work/<target> (not
+# committed); a crash leaves its input in Fuzz/.work/crashes/ and makes the script fail.
+#
+#   Fuzz/run.sh 10                 every target, 10 s each (what CI runs)
+#   Fuzz/run.sh 600 list           one target
+#
+# Builds Fuzz/ (its own package, never part of a user's build) with
+# -sanitize=fuzzer,address: libFuzzer plus AddressSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")"
+seconds="${1:-10}"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(list public-key certificate store-file host-name)
+
+swift build --scratch-path .build --sanitize=fuzzer --sanitize=address >&2
+binary="$(swift build --scratch-path .build --sanitize=fuzzer --sanitize=address --show-bin-path)/PinStoreFuzz"
+
+mkdir -p .work/crashes
+total=0
+status=0
+for target in "${targets[@]}"; do
+    mkdir -p ".work/$target"
+    log=".work/$target.log"
+    echo "== $target: ${seconds}s" >&2
+    if ! FUZZ_TARGET="$target" "$binary" ".work/$target" "corpus/$target" \
+        -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -timeout=10 \
+        -artifact_prefix=".work/crashes/$target-" -print_final_stats=1 >"$log" 2>&1; then
+        echo "!! $target found a crash; see Fuzz/$log and Fuzz/.work/crashes/" >&2
+        tail -40 "$log" >&2
+        status=1
+    fi
+    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+    echo "   $target: $runs executions" >&2
+    total=$((total + runs))
+done
+echo "fuzzing: $total executions in all" >&2
+exit $status

@@ -1,0 +1,70 @@
+import Foundation
+
+/// What the fuzz targets in `Fuzz/` (a package of their own, never built by users) call: the
+/// parsers that read untrusted bytes and are not public API. Reached only through
+/// `@_spi(Fuzzing) import PinStore`; not part of the supported surface.
+///
+/// Each function takes arbitrary bytes and must return normally, whatever they are: an error
+/// is an answer, a trap or a sanitizer report is a bug.
+@_spi(Fuzzing)
+public enum FuzzEntryPoints {
+    /// The list key the store-file and list targets verify against (the fixture key in
+    /// `Fixtures/keys/list-signing.pub.b64`, so seeds made from the fixtures verify).
+    static let fixturePublicKey = "BH8w80NmCqYSWzuYDspGDLcC1aD8VATQbty+EE/uSMy8HXQa1+4ox4S1UdRRDxWyrKZfMExLQ3MW9S47g0TQR+4="
+
+    /// The list document parser (static and challenge mode), the whole-list signature locator
+    /// and the static verifier: what a store does with a downloaded static body.
+    public static func listDocument(_ data: Data) {
+        _ = WholeListSignature.locate(in: data)
+        guard let document = try? FingerprintListDocument(body: data) else { return }
+        guard let key = try? P256PublicKey(configuredString: fixturePublicKey) else { return }
+        let verifier = ListSignatureVerifier(publicKey: key)
+        _ = try? verifier.verifyStatic(document, cores: 1)
+        _ = try? verifier.verifyWholeList(body: data, document: document, required: false)
+        for entry in document.entries {
+            _ = HostName.listEntryProblem(entry.entry.name)
+            _ = PinIndex(entries: [entry.entry])
+        }
+    }
+
+    /// The host-name rules, on bytes as a TLS layer or a list might hand them over.
+    public static func hostName(_ data: Data) {
+        let name = String(decoding: data, as: UTF8.self)
+        _ = HostName.lookupKey(name)
+        _ = HostName.listEntryProblem(name)
+        _ = HostName.normalized(name)
+    }
+
+    /// The store file loader: `data` as the content of a real store file in `directory`, read
+    /// by ``PersistentListFile`` and verified as a store does at start-up.
+    public static func storeFile(_ data: Data, directory: URL) {
+        let url = directory.appendingPathComponent("pinstore-fuzz.json")
+        guard (try? data.write(to: url)) != nil else { return }
+        let file = PersistentListFile(url: url, maximumSize: 4 << 20)
+        guard let persisted = try? file.load() else { return }
+        guard let store = fuzzStore(directory: directory) else { return }
+        _ = try? store.verify(persisted)
+    }
+
+    private static let stores = Locked<[URL: PinStore]>([:])
+
+    /// One offline store per directory, reused across runs (building one per input would
+    /// measure the store's set-up, not the loader).
+    private static func fuzzStore(directory: URL) -> PinStore? {
+        stores.withLock { stores in
+            if let store = stores[directory] { return store }
+            let valid = PinStore.Configuration(serviceURL: URL(string: "https://pins.fuzz.invalid/list.json") ?? directory,
+                                               publicKey: fixturePublicKey, identifier: "fuzz-store",
+                                               storageDirectory: directory.appendingPathComponent("store"))
+            guard let store = try? PinStore(configuration: valid, fetcher: OfflineFetcher()) else { return nil }
+            stores[directory] = store
+            return store
+        }
+    }
+
+    private struct OfflineFetcher: FingerprintListFetcher {
+        func fetch(_ request: FingerprintListRequest) async throws(PinStoreError) -> FingerprintListResponse {
+            throw PinStoreError(.network, "fuzzing is offline")
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+
+/// Host names as PinStore compares them: ASCII-lowercased, without a trailing dot, and only
+/// when they are names at all.
+///
+/// Every entry point goes through here: ``PinStore/validate(commonName:fingerprint:)`` and its
+/// siblings (via ``lookupKey(_:)``), list entries and fallback data (via
+/// ``listEntryProblem(_:)``), ``PinStore/Configuration/expectedCommonNames`` and the host name
+/// the normal trust evaluation checks the certificate against (``ChainValidator``). A name
+/// with a NUL or another control character, a space, or an empty label (`.api.example.com`,
+/// `api..example.com`, `""`) is refused everywhere: OpenSSL reads a leading dot as "any
+/// subdomain of", and a NUL can make two layers see two different names.
+package enum HostName {
+    /// The name used to look pins up, or nil when `name` is not a usable host name (see the type's
+    /// documentation). Lowercases ASCII and drops one trailing dot. One pass over the bytes; the
+    /// common case (already lowercase, no trailing dot) returns `name` itself without copying.
+    @inline(__always)
+    package static func lookupKey(_ name: String) -> String? {
+        let dot = UInt8(ascii: ".")
+        var hasUppercase = false
+        // Starting as if after a dot makes a leading dot an empty label.
+        var previous = dot
+        var count = 0
+        for byte in name.utf8 {
+            if byte <= 0x20 || byte == 0x7f { return nil }
+            if byte == dot, previous == dot { return nil }
+            if byte &- UInt8(ascii: "A") < 26 { hasUppercase = true }
+            previous = byte
+            count += 1
+        }
+        // "" has no label at all; a lone "." was refused above as a leading dot.
+        guard count > 0 else { return nil }
+        if !hasUppercase, previous != dot { return name }
+        return normalized(name)
+    }
+
+    /// ASCII lowercase, no trailing dot. Does not judge the name; use ``lookupKey(_:)`` where a
+    /// malformed name must be refused.
+    @inline(__always)
+    package static func normalized(_ name: String) -> String {
+        var needsWork = false
+        for byte in name.utf8 where (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) {
+            needsWork = true
+            break
+        }
+        if !needsWork, name.utf8.last != UInt8(ascii: ".") { return name }
+        var result = needsWork ? String(decoding: name.utf8.map { ($0 >= 65 && $0 <= 90) ? $0 + 32 : $0 }, as: UTF8.self) : name
+        if result.utf8.last == UInt8(ascii: ".") { result.removeLast() }
+        return result
+    }
+
+    /// Why `name` cannot be the name of a list entry, or nil when it can. Beyond
+    /// ``lookupKey(_:)``: a wildcard must sit on a registrable domain, never directly on a
+    /// top-level domain (`*.com`, `*.test`) or on a common public suffix (`*.co.uk`), where it
+    /// would pin every site under that suffix.
+    package static func listEntryProblem(_ name: String) -> String? {
+        guard let key = lookupKey(name) else {
+            return "the name is empty, has an empty label (a leading dot or \"..\"), or contains spaces or control characters"
+        }
+        guard key.hasPrefix("*.") else { return nil }
+        let suffix = key.dropFirst(2)
+        if !suffix.contains(".") || commonPublicSuffixes.contains(String(suffix)) {
+            return "a wildcard directly on the public suffix \"\(suffix)\" would cover every site under it"
+        }
+        return nil
+    }
+
+    /// Multi-label public suffixes common enough to be worth refusing wildcards on. This is a
+    /// small built-in list, not the Public Suffix List: it stops the obvious mistakes
+    /// (`*.co.uk`), not every one. Single-label suffixes (`*.com`, `*.io`) are refused by
+    /// rule, without a list.
+    package static let commonPublicSuffixes: Set<String> = [
+        "co.uk", "org.uk", "ac.uk", "gov.uk", "me.uk", "ltd.uk", "plc.uk", "net.uk", "nhs.uk",
+        "com.au", "net.au", "org.au", "edu.au", "gov.au",
+        "co.nz", "org.nz", "net.nz", "govt.nz",
+        "co.jp", "ne.jp", "or.jp", "ac.jp", "go.jp",
+        "co.kr", "or.kr", "ne.kr",
+        "com.br", "net.br", "org.br", "gov.br",
+        "com.cn", "net.cn", "org.cn", "gov.cn",
+        "com.hk", "com.tw", "com.sg", "com.my",
+        "co.in", "net.in", "org.in", "gov.in",
+        "co.za", "org.za", "gov.za",
+        "com.mx", "com.ar", "com.co", "com.tr", "com.ua", "com.pl", "co.il",
+        "github.io", "herokuapp.com", "appspot.com", "cloudfront.net", "azurewebsites.net",
+        "blogspot.com", "netlify.app", "vercel.app", "pages.dev", "workers.dev",
+    ]
+}
