@@ -10,9 +10,9 @@ final class PinIndex: Sendable {
     }
 
     /// Pins by lowercased exact name.
-    private let exact: [String: [Pin]]
+    let exact: [String: [Pin]]
     /// Pins of `*.suffix` names, by lowercased suffix.
-    private let wildcard: [String: [Pin]]
+    let wildcard: [String: [Pin]]
     /// Whether the index holds no entry at all (expired ones included).
     let isEmpty: Bool
 
