@@ -59,7 +59,8 @@ extension HTTPClient.Configuration {
     /// Admitted connections whose pins a list update removes are closed before they carry another
     /// request. Plain `http://` connections are refused.
     ///
-    /// Connection initializers already set are kept and run after the pin check.
+    /// Connection initializers already set are kept and run after the pin check. A request's own
+    /// `HTTPClientRequest.tlsConfiguration` is not visible here: keep `.fullVerification` in it.
     ///
     /// - Throws: ``PinnedHTTPClientError`` when the TLS configuration does not run the full
     ///   default verification (`certificateVerification` other than `.fullVerification`).
