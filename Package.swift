@@ -11,6 +11,9 @@ let package = Package(
         .library(name: "PinStore", targets: ["PinStore"]),
         // Enforcement on live connections: SwiftNIO verification and pinned URLSession on Linux.
         .library(name: "PinStoreNIO", targets: ["PinStoreNIO"]),
+        // Pinning for AsyncHTTPClient: a pinned `HTTPClient.Configuration`. Its own product, so
+        // apps that do not use AsyncHTTPClient never build it.
+        .library(name: "PinStoreAsyncHTTPClient", targets: ["PinStoreAsyncHTTPClient"]),
         // The command-line tool: keys, signing, inspection, a development list server, the demo.
         .executable(name: "pinstore", targets: ["PinStoreCLI"]),
     ],
@@ -21,6 +24,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // Tests only: an HTTP/2 server, and the OpenAPI transport example.
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
     ],
     targets: [
         // The system OpenSSL 3 (libssl-dev), found through pkg-config.
@@ -53,6 +62,19 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Pinning for AsyncHTTPClient through its connection initializers (no fork, no NIO
+        // verification callback): the leaf of every new connection is checked against the store.
+        .target(
+            name: "PinStoreAsyncHTTPClient",
+            dependencies: [
+                "PinStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -116,6 +138,21 @@ let package = Package(
             name: "PinStoreCrashDrillChild",
             dependencies: ["PinStore"],
             path: "Tests/PinStoreCrashDrillChild"
+        ),
+        .testTarget(
+            name: "PinStoreAsyncHTTPClientTests",
+            dependencies: [
+                "PinStore", "PinStoreAsyncHTTPClient", "PinStoreDevServer", "PinStoreTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
         ),
         .testTarget(
             name: "PinStoreCLITests",

@@ -180,7 +180,7 @@ verify() { # leaf [untrusted-file] [cafile]
   out=$(openssl verify -CAfile "${3:-$PKI/root-ca.pem}" -untrusted "${2:-$PKI/intermediate-ca.pem}" "$1" 2>&1) && { echo OK; return; }
   grep -m1 -o 'error [0-9]* at [0-9]* depth lookup: .*' <<<"$out" || echo "$out"
 }
-for c in intermediate-ca localhost api-p256 api-rsa wildcard wrong-host attacker; do
+for c in intermediate-ca localhost localhost-next api-p256 api-rsa wildcard wrong-host attacker; do
   same "verify $c.pem" "$(verify $PKI/$c.pem)" OK
 done
 same "verify root-ca.pem" "$(openssl verify -CAfile $PKI/root-ca.pem $PKI/root-ca.pem 2>&1 | tail -n 1)" "$PKI/root-ca.pem: OK"
@@ -218,10 +218,12 @@ check_leaf not-yet-valid  localhost "$LH" "$INT" "Jan  1 00:00:00 2098 GMT" "$TO
 check_leaf wrong-host     wrong.pinstore.test DNS:wrong.pinstore.test "$INT" "$FROM" "$TO" "$P256"
 check_leaf self-signed    localhost "$LH" localhost "$FROM" "$TO" "$P256"
 check_leaf attacker       localhost "$LH" "$INT" "$FROM" "$TO" "$P256"
+check_leaf localhost-next localhost "$LH" "$INT" "$FROM" "$TO" "$P256"
 check_leaf rogue-leaf     localhost "$LH" "PinStore Rogue Root CA (untrusted)" "$FROM" "$TO" "$P256"
 check_leaf leaf-signed-by-leaf localhost "$LH" localhost "$FROM" "$TO" "$P256"
 field api-rsa -ext keyUsage | grep -q 'Key Encipherment' && ok || fail "api-rsa lacks keyEncipherment"
 [[ $(field attacker -pubkey) != "$(field localhost -pubkey)" ]] && ok || fail "attacker shares localhost's key"
+[[ $(field localhost-next -pubkey) != "$(field localhost -pubkey)" ]] && ok || fail "localhost-next shares localhost's key"
 same "leaf-signed-by-leaf AKI = localhost SKI" \
   "$(field leaf-signed-by-leaf -ext authorityKeyIdentifier | tail -n 1 | tr -d ' ')" \
   "$(field localhost -ext subjectKeyIdentifier | tail -n 1 | tr -d ' ')"
@@ -240,7 +242,7 @@ same "intermediate subject" "$(field intermediate-ca -subject)" "subject=CN = $I
 for c in localhost root-ca intermediate-ca; do
   same "$c.der" "$(od -An -tx1 $PKI/$c.der)" "$(openssl x509 -in $PKI/$c.pem -outform DER | od -An -tx1)"
 done
-for c in localhost api-p256 api-rsa attacker; do
+for c in localhost localhost-next api-p256 api-rsa attacker; do
   same "$c-chain.pem" "$(cat $PKI/$c-chain.pem)" "$(cat $PKI/$c.pem $PKI/intermediate-ca.pem)"
 done
 same "bundle.pem" "$(cat $PKI/bundle.pem)" "$(cat $PKI/root-ca.pem $PKI/intermediate-ca.pem $PKI/localhost.pem)"

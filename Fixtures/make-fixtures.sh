@@ -211,6 +211,11 @@ issue_leaf self-signed   localhost         "$LOCALHOST_SAN"       self "$VALID_F
 # another key. Only a pin tells it apart from localhost.pem.
 issue_leaf attacker      localhost         "$LOCALHOST_SAN"       $I "$VALID_FROM" "$VALID_TO" p256
 
+# The certificate localhost rotates to (rotation drills): same names, same
+# trusted intermediate, another key; published in a list before (announced)
+# or only after (emergency) the server switches to it.
+issue_leaf localhost-next localhost        "$LOCALHOST_SAN"       $I "$VALID_FROM" "$VALID_TO" p256
+
 # "Unknown issuer": a second root the tests never trust, and a leaf under it.
 issue_root rogue-root-ca "PinStore Rogue Root CA (untrusted)"
 issue_leaf rogue-leaf    localhost "$LOCALHOST_SAN" rogue-root-ca "$VALID_FROM" "$VALID_TO" p256
@@ -223,6 +228,7 @@ concat_pem localhost-chain.pem "chain leaf first" localhost.pem intermediate-ca.
 concat_pem api-p256-chain.pem  "chain leaf first" api-p256.pem  intermediate-ca.pem
 concat_pem api-rsa-chain.pem   "chain leaf first" api-rsa.pem   intermediate-ca.pem
 concat_pem attacker-chain.pem  "chain leaf first" attacker.pem  intermediate-ca.pem
+concat_pem localhost-next-chain.pem "chain leaf first" localhost-next.pem intermediate-ca.pem
 concat_pem bundle.pem "three certificates" root-ca.pem intermediate-ca.pem localhost.pem
 
 der_copy localhost

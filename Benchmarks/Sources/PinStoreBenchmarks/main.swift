@@ -7,6 +7,7 @@ import Glibc
 // PinStore benchmarks. Every target is a ratio against a baseline measured in this same run.
 //   swift run -c release --package-path Benchmarks            all benchmarks
 //   swift run -c release --package-path Benchmarks validate   the validate(fingerprint:) rows only
+//   swift run -c release --package-path Benchmarks ahc        pinned versus unpinned AsyncHTTPClient only
 //   swift run -c release --package-path Benchmarks memory N   (internal) peak RSS of an N-entry store
 
 /// A fetcher that serves fixed bytes: the benchmarks measure PinStore, not a network.
@@ -112,6 +113,14 @@ func childMemory(_ count: Int) -> (peak: Int, retained: Int, jsonBytes: Int)? {
         .split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int($0) }
     guard parts.count == 3 else { return nil }
     return (parts[0], parts[1], parts[2])
+}
+
+// MARK: - AsyncHTTPClient only (AsyncHTTPClientBenchmark.swift)
+
+if arguments.count == 2, arguments[1] == "ahc" {
+    print("PinStore AsyncHTTPClient benchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
+    printTable(try await asyncHTTPClientBenchmarkRows())
+    exit(0)
 }
 
 // MARK: - Benchmarks
@@ -224,5 +233,8 @@ if let memory = childMemory(100_000) {
 
 // 6. A full TLS handshake plus one request, pinned versus normal verification only (HandshakeBenchmark.swift).
 rows += try handshakeBenchmarkRows()
+
+// 7. Pinned versus unpinned AsyncHTTPClient, keep-alive (AsyncHTTPClientBenchmark.swift).
+rows += try await asyncHTTPClientBenchmarkRows()
 
 printTable(rows)

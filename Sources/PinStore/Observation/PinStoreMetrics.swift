@@ -10,6 +10,7 @@ struct PinStoreMetrics: Sendable {
     private let pinMismatch: Counter
     private let noPinsForHost: Counter
     private let hostNotExpected: Counter
+    private let issuerPinsNeedChain: Counter
     /// `pinstore_updates_total`, by result.
     private let updates: [PinStore.UpdateResult: Counter]
     /// `pinstore_list_save_failures_total`: verified lists that could not be written to disk.
@@ -35,6 +36,7 @@ struct PinStoreMetrics: Sendable {
         pinMismatch = decisions("denied", "pin_mismatch")
         noPinsForHost = decisions("denied", "no_pins_for_host")
         hostNotExpected = decisions("denied", "host_not_expected")
+        issuerPinsNeedChain = decisions("denied", "issuer_pins_need_chain")
         var updates: [PinStore.UpdateResult: Counter] = [:]
         for result in [PinStore.UpdateResult.ok, .storeIsEmpty, .networkError, .invalidData, .invalidSignature] {
             updates[result] = Counter(label: Self.updatesLabel, dimensions: [store, ("result", result.metricName)], factory: factory)
@@ -54,6 +56,7 @@ struct PinStoreMetrics: Sendable {
             case .pinMismatch: pinMismatch.increment()
             case .noPinsForHost: noPinsForHost.increment()
             case .hostNotExpected: hostNotExpected.increment()
+            case .issuerPinsNeedChain: issuerPinsNeedChain.increment()
             }
         }
     }

@@ -60,6 +60,9 @@ public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible
         case noPinsForHost(updateResult: PinStore.UpdateResult?)
         /// The host is not among ``PinStore/Configuration/expectedCommonNames``.
         case hostNotExpected
+        /// The host's pins include issuer pins (`depth` > 0) and no leaf pin matches, and the
+        /// adapter sees only the server's leaf (AsyncHTTPClient), so it cannot prove an issuer pin.
+        case issuerPinsNeedChain
     }
 
     /// The host name (or IP address) the client connected to.
@@ -93,6 +96,10 @@ public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible
         case .hostNotExpected:
             return "\(host) is not among the store's expectedCommonNames, so no certificate can be trusted for it. "
                 + "Add it to expectedCommonNames if it should be pinned."
+        case .issuerPinsNeedChain:
+            return "\(host): the host is pinned by issuer (intermediate or root) pins, which this adapter cannot check: "
+                + "AsyncHTTPClient exposes only the server's leaf certificate, never the verified chain. "
+                + "Call this host through PinStoreNIO (the pinned URLSession or PinningTLSVerifier), or publish a leaf pin for it."
         }
     }
 }

@@ -136,7 +136,7 @@ public struct PinningEvaluator: Sendable {
         switch failure.reason {
         case .noPinsForHost: return updateOnEmpty
         case .pinMismatch: return updateOnMismatch
-        case .chainNotTrusted, .hostNotExpected: return false
+        case .chainNotTrusted, .hostNotExpected, .issuerPinsNeedChain: return false
         }
     }
 

@@ -45,9 +45,9 @@ final class PinIndex: Sendable {
     }
 
     /// Pins by lowercased exact name.
-    private let exact: [String: Pins]
+    let exact: [String: Pins]
     /// Pins of `*.suffix` names, by lowercased suffix.
-    private let wildcard: [String: Pins]
+    let wildcard: [String: Pins]
     /// Whether the index holds no pin at all (expired ones included).
     let isEmpty: Bool
     /// The latest `expires` of any pin (Unix seconds; `.min` when empty): the index has a

@@ -1,0 +1,81 @@
+import AsyncHTTPClient
+import Logging
+import NIOCore
+import NIOSSL
+import PinStore
+
+extension HTTPClient.Configuration {
+    /// A configuration whose every connection is pinned through `store`.
+    ///
+    /// ```swift
+    /// let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: try .pinned(by: store))
+    /// defer { try? await client.shutdown() }
+    /// let response = try await client.execute(HTTPClientRequest(url: "https://api.example.com/v1/items"), timeout: .seconds(30))
+    /// ```
+    ///
+    /// See ``pin(with:updateOnEmpty:updateOnMismatch:logger:)`` for what is checked and when.
+    ///
+    /// - Parameters:
+    ///   - store: The pins.
+    ///   - tlsConfiguration: The TLS settings; its `trustRoots` are the anchors of the default
+    ///     verification (the system store unless set, for instance `.certificates([privateCA])`).
+    ///   - updateOnEmpty: Whether a connection to a host without pins first waits for one
+    ///     rate-limited list update (at most one a minute on behalf of refusals).
+    ///   - updateOnMismatch: The same after a pin mismatch, so an unannounced certificate rotation
+    ///     is picked up at the first connection to the new certificate.
+    ///   - logger: Where refusals are logged (at debug).
+    /// - Throws: ``PinnedHTTPClientError`` when `tlsConfiguration` does not run the full default
+    ///   verification.
+    public static func pinned(by store: PinStore, tlsConfiguration: TLSConfiguration = .makeClientConfiguration(),
+                              updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
+                              logger: Logger? = nil) throws(PinnedHTTPClientError) -> HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tlsConfiguration)
+        try configuration.pin(with: store, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch, logger: logger)
+        return configuration
+    }
+
+    /// Pins every connection of a client made with this configuration through `store`. Call it
+    /// last, after the other settings.
+    ///
+    /// ```swift
+    /// var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(5)))
+    /// configuration.tlsConfiguration?.trustRoots = .certificates(partnerCA)   // optional
+    /// try configuration.pin(with: store)
+    /// let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    /// ```
+    ///
+    /// AsyncHTTPClient keeps its default verification (chain to `trustRoots`, dates, host name)
+    /// and then runs the pin check on every new HTTP/1.1 and HTTP/2 connection, before any
+    /// request is scheduled on it. It sees only the server's leaf certificate, not the host the
+    /// connection is for, so the rule is: every name the list pins that the leaf's names cover
+    /// must pin this leaf (`depth` 0). A leaf valid for several names must therefore be pinned
+    /// under each of them that the list pins, and hosts pinned only by issuer pins are refused
+    /// (``PinStore/PinningFailure/Reason/issuerPinsNeedChain``): use PinStoreNIO for those.
+    ///
+    /// A refused connection is closed before a request byte is written and its requests fail
+    /// with the ``PinStore/PinningFailure``. This sets `connectionPool.retryConnectionEstablishment`
+    /// to false so they fail at once; with retries on (set it back after this call), AsyncHTTPClient
+    /// reconnects with backoff and the request fails with the same error only at `timeout.connect`.
+    /// Admitted connections whose pins a list update removes are closed before they carry another
+    /// request. Plain `http://` connections are refused.
+    ///
+    /// Connection initializers already set are kept and run after the pin check. A request's own
+    /// `HTTPClientRequest.tlsConfiguration` is not visible here: keep `.fullVerification` in it.
+    ///
+    /// - Throws: ``PinnedHTTPClientError`` when the TLS configuration does not run the full
+    ///   default verification (`certificateVerification` other than `.fullVerification`).
+    public mutating func pin(with store: PinStore, updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
+                             logger: Logger? = nil) throws(PinnedHTTPClientError) {
+        if let tls = tlsConfiguration {
+            switch tls.certificateVerification {
+            case .fullVerification: break
+            case .none: throw .certificateVerificationDisabled
+            default: throw .hostnameVerificationDisabled
+            }
+        }
+        let connections = PinnedConnections(store: store, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch, logger: logger)
+        http1_1ConnectionDebugInitializer = connections.initializer(then: http1_1ConnectionDebugInitializer)
+        http2ConnectionDebugInitializer = connections.initializer(then: http2ConnectionDebugInitializer)
+        connectionPool.retryConnectionEstablishment = false
+    }
+}

@@ -1,0 +1,188 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PinStore
+
+/// The pin check of one pinned `HTTPClient.Configuration`, and the connections it admitted.
+///
+/// AsyncHTTPClient calls ``initializer(then:)``'s closure on every new connection after the TLS
+/// handshake and its default verification, and schedules no request on the connection until
+/// the returned future succeeds. A refused connection is closed and the future fails with the
+/// ``PinningFailure``. An admitted one gets a ``ListChangeGate`` and is remembered until it
+/// closes, so a list update that withdraws its pin closes it (``listChanged()``).
+final class PinnedConnections: Sendable {
+    let store: PinStore
+    let updateOnEmpty: Bool
+    let updateOnMismatch: Bool
+    let logger: Logger
+    private let admitted = Locked<[ObjectIdentifier: Admitted]>([:])
+    private let listChangeToken = Locked<UInt64?>(nil)
+
+    struct Admitted: Sendable {
+        let channel: any Channel
+        let leaf: Data
+    }
+
+    init(store: PinStore, updateOnEmpty: Bool, updateOnMismatch: Bool, logger: Logger?) {
+        self.store = store
+        self.updateOnEmpty = updateOnEmpty
+        self.updateOnMismatch = updateOnMismatch
+        self.logger = logger ?? Logger(label: "PinStoreAsyncHTTPClient", factory: { _ in SwiftLogNoOpLogHandler() })
+        // Weak: the store outlives clients; the handler goes when the configuration does.
+        let token = store.addListChangeHandler { [weak self] in self?.listChanged() }
+        listChangeToken.withLock { $0 = token }
+    }
+
+    deinit {
+        if let token = listChangeToken.withLock({ $0 }) { store.removeListChangeHandler(token) }
+    }
+
+    /// The connection initializer: the pin check, then `next` (one the configuration already had).
+    func initializer(then next: (@Sendable (any Channel) -> EventLoopFuture<Void>)?) -> @Sendable (any Channel) -> EventLoopFuture<Void> {
+        { [self] channel in
+            let checked = admit(channel)
+            guard let next else { return checked }
+            return checked.flatMap { next(channel) }
+        }
+    }
+
+    /// Decides on `channel`; the future succeeds only for an admitted connection.
+    func admit(_ channel: any Channel) -> EventLoopFuture<Void> {
+        guard channel.eventLoop.inEventLoop else {
+            return channel.eventLoop.flatSubmit { self.admit(channel) }
+        }
+        let leaf: Data
+        do {
+            leaf = try peerLeaf(channel)
+        } catch {
+            logger.debug("pinned HTTPClient refused a connection", metadata: ["pinstore.reason": "\(error)"])
+            channel.close(promise: nil)
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        let first = store.leafDecision(leafCertificate: leaf)
+        guard PinStore.refusalWorthAnUpdate(first.decision, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch) else {
+            return conclude(first, channel: channel, leaf: leaf)
+        }
+        // The update runs off the event loop; the connection waits, unused, meanwhile.
+        let store = self.store
+        let promise = channel.eventLoop.makePromise(of: (decision: PinningDecision, host: String).self)
+        promise.completeWithTask { await store.leafDecisionAfterUpdate(leafCertificate: leaf) }
+        return promise.futureResult.flatMap { self.conclude($0, channel: channel, leaf: leaf) }
+    }
+
+    /// The leaf the handshake verified, as DER.
+    private func peerLeaf(_ channel: any Channel) throws(PinnedHTTPClientError) -> Data {
+        let certificate: NIOSSLCertificate?
+        do {
+            certificate = try channel.pipeline.syncOperations.nioSSL_peerCertificate()
+        } catch {
+            throw .unencryptedConnection
+        }
+        guard let certificate, let der = try? certificate.toDERBytes(), !der.isEmpty else {
+            throw .noPeerCertificate
+        }
+        return Data(der)
+    }
+
+    /// Reports the decision once, then admits or closes the connection (on its event loop).
+    private func conclude(_ result: (decision: PinningDecision, host: String), channel: any Channel, leaf: Data) -> EventLoopFuture<Void> {
+        store.record(result.decision, host: result.host)
+        if case .deny(let failure) = result.decision {
+            logger.debug("pinned HTTPClient refused a connection",
+                         metadata: ["pinstore.host": "\(result.host)", "pinstore.reason": "\(failure)"])
+            channel.close(promise: nil)
+            return channel.eventLoop.makeFailedFuture(failure)
+        }
+        do {
+            let tls = try channel.pipeline.syncOperations.handler(type: NIOSSLHandler.self)
+            let gate = ListChangeGate(store: store, leaf: leaf, generation: store.listGeneration)
+            try channel.pipeline.syncOperations.addHandler(gate, position: .after(tls))
+        } catch {
+            channel.close(promise: nil)
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        let id = ObjectIdentifier(channel)
+        admitted.withLock { $0[id] = Admitted(channel: channel, leaf: leaf) }
+        channel.closeFuture.whenComplete { [weak self] _ in
+            _ = self?.admitted.withLock { $0.removeValue(forKey: id) }
+        }
+        return channel.eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// After a list change: closes every admitted connection whose leaf the new list no longer
+    /// allows. A request racing with the close is stopped by the connection's gate.
+    ///
+    /// Called by the store before its update returns. Off the event loops it also waits for the
+    /// closes to complete (AsyncHTTPClient's pool has then dropped those connections), so a
+    /// request made after `update()` returned opens a new connection and is decided afresh.
+    func listChanged() {
+        let connections = admitted.withLock { Array($0.values) }
+        var verdicts: [Data: Bool] = [:]
+        var closing: [EventLoopFuture<Void>] = []
+        defer {
+            if MultiThreadedEventLoopGroup.currentEventLoop == nil {
+                for future in closing { try? future.wait() }
+            }
+        }
+        for connection in connections {
+            let allowed: Bool
+            if let known = verdicts[connection.leaf] {
+                allowed = known
+            } else {
+                allowed = store.leafDecision(leafCertificate: connection.leaf).decision.isAllowed
+                verdicts[connection.leaf] = allowed
+            }
+            guard !allowed else { continue }
+            logger.debug("closing a pinned connection the new list no longer allows")
+            connection.channel.close(promise: nil)
+            closing.append(connection.channel.closeFuture)
+        }
+    }
+
+    /// How many admitted connections are open (tests).
+    var admittedCount: Int {
+        admitted.withLock { $0.count }
+    }
+}
+
+/// Sits between AsyncHTTPClient's HTTP handlers and TLS on an admitted connection: when the list
+/// has changed since the connection was admitted, it checks the leaf again before letting a byte
+/// out, so a connection whose pin was withdrawn never carries another request, even one
+/// scheduled in the moment before ``PinnedConnections/listChanged()`` closed it.
+final class ListChangeGate: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = Any
+    typealias OutboundOut = Any
+
+    private let store: PinStore
+    private let leaf: Data
+    private var generation: UInt64
+    private var refusal: PinningFailure?
+
+    init(store: PinStore, leaf: Data, generation: UInt64) {
+        self.store = store
+        self.leaf = leaf
+        self.generation = generation
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if refusal == nil {
+            let current = store.listGeneration
+            if current != generation {
+                let decision = store.leafDecision(leafCertificate: leaf).decision
+                if let failure = decision.failure {
+                    refusal = failure
+                    context.close(promise: nil)
+                } else {
+                    generation = current
+                }
+            }
+        }
+        if let refusal {
+            promise?.fail(refusal)
+            return
+        }
+        context.write(data, promise: promise)
+    }
+}

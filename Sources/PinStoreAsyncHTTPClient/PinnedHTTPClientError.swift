@@ -1,0 +1,57 @@
+/// A configuration or connection that pinning an `HTTPClient` cannot allow.
+///
+/// Pin refusals themselves fail requests with the ``PinStore/PinningFailure`` that says why;
+/// this error is for what would make the pin check meaningless.
+///
+/// ```swift
+/// do {
+///     configuration = try .pinned(by: store, tlsConfiguration: tls)
+/// } catch let error as PinnedHTTPClientError where error.code == .certificateVerificationDisabled {
+///     // fix the TLS configuration
+/// }
+/// ```
+public struct PinnedHTTPClientError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Code: String, Sendable, Hashable {
+        /// `certificateVerification` is `.none`: no chain, date or host check runs, so a pin
+        /// check on the leaf would be the only defence.
+        case certificateVerificationDisabled
+        /// `certificateVerification` is `.noHostnameVerification` (or `.optionalVerification`):
+        /// the leaf-only pin rule relies on the default host-name check.
+        case hostnameVerificationDisabled
+        /// A connection without TLS (an `http://` URL): there is no certificate to pin.
+        case unencryptedConnection
+        /// A TLS connection whose handler gave no peer certificate.
+        case noPeerCertificate
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// What it means and what to do.
+    public let reason: String
+
+    init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    static let certificateVerificationDisabled = PinnedHTTPClientError(.certificateVerificationDisabled,
+        "The TLSConfiguration has certificateVerification .none: no chain, date or host-name check would run and "
+            + "pinning must never replace them. Use .fullVerification (the default of makeClientConfiguration()) "
+            + "and set trustRoots for a private CA.")
+    static let hostnameVerificationDisabled = PinnedHTTPClientError(.hostnameVerificationDisabled,
+        "The TLSConfiguration does not check the host name (certificateVerification is not .fullVerification). "
+            + "The pinned HTTPClient decides from the leaf certificate and relies on that check: use .fullVerification.")
+    static let unencryptedConnection = PinnedHTTPClientError(.unencryptedConnection,
+        "The pinned HTTPClient opened a connection without TLS (an http:// URL): there is no certificate to pin, so it "
+            + "is refused rather than used unpinned. Use https, or another HTTPClient for plain-HTTP endpoints.")
+    static let noPeerCertificate = PinnedHTTPClientError(.noPeerCertificate,
+        "The TLS connection reported no server certificate, so nothing could be pinned; the connection was closed.")
+
+    /// The code and the reason.
+    public var description: String { "\(code.rawValue): \(reason)" }
+    /// Equal when the codes are.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    /// Hashes the code.
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}

@@ -1,0 +1,55 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import OpenAPIAsyncHTTPClient
+import OpenAPIRuntime
+import PinStore
+import PinStoreAsyncHTTPClient
+import Testing
+
+/// The README's swift-openapi-async-http-client example, compiled and run: a generated client
+/// takes any `ClientTransport`; built on the pinned `HTTPClient`, every call it makes is pinned.
+@Suite struct OpenAPITransportTests {
+    /// What swift-openapi-generator makes of a one-operation document (`GET /hello`), reduced to
+    /// the part that matters here: the client only ever talks through its transport.
+    struct HelloClient {
+        let serverURL: URL
+        let transport: any ClientTransport
+
+        func getHello() async throws -> String {
+            let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/hello")
+            let (response, body) = try await transport.send(request, body: nil, baseURL: serverURL, operationID: "getHello")
+            guard response.status == .ok, let body else { throw UnexpectedResponse(status: response.status.code) }
+            return try await String(collecting: body, upTo: 1 << 20)
+        }
+
+        struct UnexpectedResponse: Error { let status: Int }
+    }
+
+    @Test func generatedClientOnThePinnedTransportReachesThePinnedServer() async throws {
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+        let store = try Pins.store([Pins.entry("pki/localhost.pem")])
+        let pinnedClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: try .pinned(by: store, tlsConfiguration: Pins.tls()))
+        let client = HelloClient(serverURL: URL(string: server.baseURL)!,
+                                 transport: AsyncHTTPClientTransport(configuration: .init(client: pinnedClient)))
+        let text = try await client.getHello()
+        try await pinnedClient.shutdown()
+        await server.shutdown()
+        #expect(text == "hello over a pinned connection")
+    }
+
+    @Test func generatedClientOnThePinnedTransportIsRefusedByAnImpostor() async throws {
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-chain.pem"], key: "pki/attacker.key.pem")
+        let store = try Pins.store([Pins.entry("pki/localhost.pem")])
+        let pinnedClient = HTTPClient(eventLoopGroupProvider: .singleton,
+                                      configuration: try .pinned(by: store, tlsConfiguration: Pins.tls(), updateOnMismatch: false))
+        let client = HelloClient(serverURL: URL(string: server.baseURL)!,
+                                 transport: AsyncHTTPClientTransport(configuration: .init(client: pinnedClient)))
+        // (A generated client wraps it in OpenAPIRuntime's ClientError, as `underlyingError`.)
+        let failure = await #expect(throws: PinningFailure.self) { try await client.getHello() }
+        try await pinnedClient.shutdown()
+        await server.shutdown()
+        #expect(failure?.reason == .pinMismatch)
+        #expect(server.receivedBytes == 0)
+    }
+}

@@ -1,0 +1,106 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOSSL
+import PinStore
+import PinStoreAsyncHTTPClient
+import PinStoreDevServer
+import PinStoreTestSupport
+
+/// Stores, lists and clients the AsyncHTTPClient tests share.
+enum Pins {
+    /// Client TLS settings trusting only the test root CA.
+    static func tls() throws -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(TestResources.fixturePath("pki/root-ca.pem")))
+        return tls
+    }
+
+    /// A pin of `certificate` (a PEM fixture) for `name`.
+    static func entry(_ certificate: String, name: String = "localhost", depth: Int = 0) throws -> FingerprintEntry {
+        FingerprintEntry(name: name, fingerprint: try TestResources.certificate(certificate).fingerprint,
+                         expires: 4_102_444_799, depth: depth)   // 2099-12-31, like the fixtures
+    }
+
+    /// A store whose only pins are `entries`, shipped as its fallback list (fallback signatures
+    /// are not checked); updates go to `serviceURL`.
+    static func store(_ entries: [FingerprintEntry] = [], serviceURL: URL = URL(string: "http://127.0.0.1:1/unused")!,
+                      expectedCommonNames: [String]? = nil) throws -> PinStore {
+        let fallback = entries.isEmpty ? nil : try unsignedList(entries)
+        return try PinStore(configuration: .init(
+            serviceURL: serviceURL,
+            publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
+            expectedCommonNames: expectedCommonNames,
+            fallbackData: fallback,
+            storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-ahc-\(UUID().uuidString)"),
+            requestTimeout: 5))
+    }
+
+    private static func unsignedList(_ entries: [FingerprintEntry]) throws -> Data {
+        let items = entries.map { entry -> [String: Any] in
+            ["name": entry.name, "fingerprint": entry.fingerprint.base64EncodedString(), "expires": entry.expires, "depth": entry.depth]
+        }
+        return try JSONSerialization.data(withJSONObject: ["fingerprints": items])
+    }
+
+    /// A pinned client trusting the test root CA.
+    static func client(_ store: PinStore, updateOnEmpty: Bool = true, updateOnMismatch: Bool = true) throws -> HTTPClient {
+        HTTPClient(eventLoopGroupProvider: .singleton,
+                   configuration: try .pinned(by: store, tlsConfiguration: tls(), updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch))
+    }
+
+    /// GET `path` on `server` and the body as text.
+    static func get(_ client: HTTPClient, _ server: LoopbackHTTPSServer, _ path: String = "/hello") async throws -> (HTTPClientResponse, String) {
+        let response = try await client.execute(HTTPClientRequest(url: server.baseURL + path), timeout: .seconds(20))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        return (response, String(buffer: body))
+    }
+}
+
+/// A list server on 127.0.0.1 serving a signed static list the test can change.
+final class MutableListServer: Sendable {
+    let server: ListServer
+    private let body: Locked<Data>
+    private let signer: FingerprintListSigner
+
+    private init(server: ListServer, body: Locked<Data>, signer: FingerprintListSigner) {
+        self.server = server
+        self.body = body
+        self.signer = signer
+    }
+
+    /// Starts serving `entries`, signed with the fixture list-signing key.
+    static func start(_ entries: [FingerprintEntry]) async throws -> MutableListServer {
+        let signer = FingerprintListSigner(privateKey: try P256PrivateKey(pem: TestResources.fixtureText("keys/list-signing.key.pem")))
+        let body = Locked(try signer.staticList(entries))
+        let server = try await ListServer.start(responder: { request in
+            ListResponders.staticList(body.withLock { $0 })(request)
+        })
+        return MutableListServer(server: server, body: body, signer: signer)
+    }
+
+    /// Serves `entries` from now on.
+    func publish(_ entries: [FingerprintEntry]) throws {
+        let list = try signer.staticList(entries)
+        body.withLock { $0 = list }
+    }
+
+    /// `http://127.0.0.1:PORT/list.json`.
+    var listURL: URL { server.baseURL.appendingPathComponent("list.json") }
+    /// Lists downloaded so far.
+    var downloads: Int { server.requestCount }
+
+    func shutdown() async {
+        try? await server.shutdown()
+    }
+}
+
+/// Waits (up to `seconds`) until `condition` holds; returns whether it did.
+func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
