@@ -31,10 +31,14 @@ struct FingerprintListDocument: Sendable {
         } catch {
             throw PinStoreError(.invalidListData, "The fingerprint list is not valid JSON.")
         }
-        var seen = Set<String>()
+        // Lists can be large (100,000 entries): nothing per entry is allocated that the entry
+        // does not keep, so parsing leaves little behind (a message is only built on error).
+        struct EntryKey: Hashable { let name: String; let fingerprint: Data; let depth: Int }
+        var seen = Set<EntryKey>(minimumCapacity: wire.fingerprints.count)
         var entries: [SignedEntry] = []
+        entries.reserveCapacity(wire.fingerprints.count)
         for (index, item) in wire.fingerprints.enumerated() {
-            let position = "entry \(index + 1) (\"\(item.name)\")"
+            var position: String { "entry \(index + 1) (\"\(item.name)\")" }
             if let problem = HostName.listEntryProblem(item.name) {
                 throw PinStoreError(.invalidListData, "\(position): \(problem).")
             }
@@ -51,7 +55,7 @@ struct FingerprintListDocument: Sendable {
             guard (0...16).contains(depth) else {
                 throw PinStoreError(.invalidListData, "\(position): depth \(depth) is not a chain position (0 = leaf ... 16).")
             }
-            let key = "\(item.name.lowercased())|\(item.fingerprint)|\(depth)"
+            let key = EntryKey(name: HostName.normalized(item.name), fingerprint: fingerprint, depth: depth)
             guard seen.insert(key).inserted else {
                 throw PinStoreError(.invalidListData, "\(position): the same name and fingerprint appear twice; the list is ambiguous about their expiry.")
             }

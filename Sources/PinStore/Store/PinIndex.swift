@@ -57,7 +57,8 @@ final class PinIndex: Sendable {
     static let empty = PinIndex(entries: [])
 
     init(entries: [FingerprintEntry]) {
-        var exact: [String: Pins] = [:]
+        // Sized up front: a growing table would leave its smaller copies behind as garbage.
+        var exact: [String: Pins] = Dictionary(minimumCapacity: entries.count)
         var wildcard: [String: Pins] = [:]
         var latest = Int64.min
         for entry in entries {
