@@ -61,15 +61,19 @@ final class PinnedConnections: Sendable {
             channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(error)
         }
+        // The list generation the decision is made under, read before it: a list installed
+        // while the decision (or the update after a refusal) runs is then seen by the
+        // connection's gate, which checks the leaf again before the first byte goes out.
+        let generation = store.listGeneration
         let first = store.leafDecision(leafCertificate: leaf)
         guard PinStore.refusalWorthAnUpdate(first.decision, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch) else {
-            return conclude(first, channel: channel, leaf: leaf)
+            return conclude(first, channel: channel, leaf: leaf, generation: generation)
         }
         // The update runs off the event loop; the connection waits, unused, meanwhile.
         let store = self.store
         let promise = channel.eventLoop.makePromise(of: (decision: PinningDecision, host: String).self)
         promise.completeWithTask { await store.leafDecisionAfterUpdate(leafCertificate: leaf) }
-        return promise.futureResult.flatMap { self.conclude($0, channel: channel, leaf: leaf) }
+        return promise.futureResult.flatMap { self.conclude($0, channel: channel, leaf: leaf, generation: generation) }
     }
 
     /// The leaf the handshake verified, as DER.
@@ -87,7 +91,8 @@ final class PinnedConnections: Sendable {
     }
 
     /// Reports the decision once, then admits or closes the connection (on its event loop).
-    private func conclude(_ result: (decision: PinningDecision, host: String), channel: any Channel, leaf: Data) -> EventLoopFuture<Void> {
+    private func conclude(_ result: (decision: PinningDecision, host: String), channel: any Channel, leaf: Data,
+                          generation: UInt64) -> EventLoopFuture<Void> {
         store.record(result.decision, host: result.host)
         if case .deny(let failure) = result.decision {
             logger.debug("pinned HTTPClient refused a connection",
@@ -97,7 +102,7 @@ final class PinnedConnections: Sendable {
         }
         do {
             let tls = try channel.pipeline.syncOperations.handler(type: NIOSSLHandler.self)
-            let gate = ListChangeGate(store: store, leaf: leaf, generation: store.listGeneration)
+            let gate = ListChangeGate(store: store, leaf: leaf, generation: generation)
             try channel.pipeline.syncOperations.addHandler(gate, position: .after(tls))
         } catch {
             channel.close(promise: nil)

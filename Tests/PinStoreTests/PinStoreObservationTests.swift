@@ -218,6 +218,68 @@ import Testing
     }
 }
 
+extension SharedStorageTests {
+    @Test func aDueStaticStoreNeverAdoptsAListDownloadedBeforeItsOwn() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let clock = ManualClock.inValidPeriod()
+        var configuration = try StoreFixtures.configuration(directory: directory.url)
+        configuration.periodicUpdateInterval = 600
+        // B downloads first (the old list, pinning localhost), A later (the new one).
+        let b = try PinStore(configuration: configuration, fetcher: ScriptedFetcher.serving(try SignedLists.staticList(["localhost"])), clock: clock)
+        #expect(await b.update(mode: .forced) == .ok)
+        let saved = try Data(contentsOf: configuration.storeFileURL)
+        clock.advance(10)
+        let fetcherA = ScriptedFetcher.serving(try SignedLists.staticList(["attacker"]))
+        let a = try PinStore(configuration: configuration, fetcher: fetcherA, clock: clock)
+        #expect(await a.update(mode: .forced) == .ok)
+        // B's older file comes back (A's save was lost, or B wrote late) with a later date.
+        var older = try JSONSerialization.jsonObject(with: saved) as! [String: Any]
+        older["nextUpdate"] = clock.now().timeIntervalSince1970 + 5_000
+        try JSONSerialization.data(withJSONObject: older).write(to: configuration.storeFileURL)
+        clock.advance(600)
+        _ = a.validate(commonName: "localhost", certificateData: try StoreFixtures.der("attacker"))
+        // A downloads instead of adopting the older list: the removed pin stays removed.
+        try await waitUntil { fetcherA.requestCount == 2 && a.nextUpdateDate > clock.now() }
+        #expect(a.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .untrusted)
+    }
+}
+
+@Suite struct PinStoreLifetimeTests {
+    @Test(.timeLimit(.minutes(1)))
+    func runEndsOnCancellationWhileADownloadHangs() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        // A list server that never answers (within this test): run() must not wait for it.
+        let fetcher = ScriptedFetcher.serving(try SignedLists.staticList(["localhost"]), delay: .seconds(3_600))
+        let store = try StoreFixtures.store(fetcher, directory: directory.url)
+        let run = Task { try await store.run() }
+        try await waitUntil { fetcher.requestCount == 1 }
+        run.cancel()
+        try await run.value
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func decisionStreamsEndWhenTheStoreGoesAway() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        var store: PinStore? = try StoreFixtures.store(ScriptedFetcher.serving(Data()), directory: directory.url)
+        let stream = store!.decisions()
+        store = nil
+        var count = 0
+        for await _ in stream { count += 1 }
+        #expect(count == 0)
+    }
+
+    @Test func aDownloadedListIsNotScheduledAgainWithinAMinute() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let clock = ManualClock.inValidPeriod()
+        // The only pin expires in 10 s: the list's own rule would ask again in about a second.
+        let soon = Int64(clock.now().timeIntervalSince1970) + 10
+        let list = try FingerprintListSigner(privateKey: StoreFixtures.signingKey()).staticList([try SignedLists.entry("localhost", expires: soon)])
+        let store = try StoreFixtures.store(ScriptedFetcher.serving(list), directory: directory.url, clock: clock)
+        #expect(await store.update() == .ok)
+        #expect(store.nextUpdateDate == clock.now() + 60)
+    }
+}
+
 /// Findings of the security review that live in the store's update path.
 @Suite struct StoreRollbackAndSaveTests {
     @Test func aChallengeBodyWithoutTimestampCannotEraseTheRollbackFloor() async throws {

@@ -83,6 +83,15 @@ extension PinStore {
         _ = observers.withLock { $0.listChangeHandlers.removeValue(forKey: token) }
     }
 
+    /// Ends every decision stream (from the store's `deinit`).
+    func finishDecisionStreams() {
+        let continuations = observers.withLock { observers in
+            defer { observers.decisionContinuations.removeAll() }
+            return Array(observers.decisionContinuations.values)
+        }
+        for continuation in continuations { continuation.finish() }
+    }
+
     /// Calls every list-change handler, outside any lock.
     func notifyListChanged() {
         let handlers = observers.withLock { Array($0.listChangeHandlers.values) }

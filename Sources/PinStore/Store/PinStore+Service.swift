@@ -22,8 +22,9 @@ extension PinStore: Service {
     /// `pinstore_list_age_seconds` gauge at least once a minute.
     public func run() async throws {
         logger.debug("scheduled fingerprint list updates started", metadata: ["pinstore.identifier": "\(configuration.identifier)"])
-        // Graceful shutdown cancels the loop: nothing in it needs to finish first (a download
-        // under way is shared and completes on its own for whoever else waits for it).
+        // Graceful shutdown cancels the loop: nothing in it needs to finish first. The loop
+        // stops waiting for a download at once (scheduledUpdate), which completes on its own
+        // for whoever else waits for it.
         await cancelWhenGracefulShutdown {
             await self.runSchedule()
         }
@@ -50,7 +51,7 @@ extension PinStore: Service {
                 continue
             }
             lastAttempt = now
-            let report = await scheduledUpdate()
+            guard let report = await scheduledUpdate() else { return }
             if report.result != .ok {
                 logger.debug("scheduled fingerprint list update failed; backing off", metadata: [
                     "pinstore.result": "\(report.result)", "pinstore.retryAt": "\(nextUpdateDate)",

@@ -158,6 +158,10 @@ public final class PinStore: Sendable {
         loadPersistedList()
     }
 
+    deinit {
+        finishDecisionStreams()
+    }
+
     // MARK: - Validation
 
     /// Whether the certificate with SHA-256 `fingerprint` is pinned for host `commonName`.
@@ -287,13 +291,37 @@ public final class PinStore: Sendable {
 
     /// The scheduled update ``run()`` waits for: joins one under way, else starts one that
     /// first looks for a newer list another process saved.
-    func scheduledUpdate() async -> UpdateReport {
-        await state.withLock { state in
+    /// Returns nil when the calling task is cancelled first: the download goes on for whoever
+    /// else waits for it, but ``run()`` does not wait for a slow list server to stop.
+    func scheduledUpdate() async -> UpdateReport? {
+        let download = state.withLock { state in
             if let running = state.inFlight { return running }
             let task = makeDownloadTask(adoptingNewerFile: true)
             state.inFlight = task
             return task
-        }.value
+        }
+        return await Self.valueUnlessCancelled(download)
+    }
+
+    /// `task.value`, or nil as soon as the calling task is cancelled (an unstructured task's
+    /// `value` ignores the waiter's cancellation).
+    static func valueUnlessCancelled(_ task: Task<UpdateReport, Never>) async -> UpdateReport? {
+        let waiter = Locked<CheckedContinuation<UpdateReport?, Never>?>(nil)
+        @Sendable func resume(_ value: UpdateReport?) {
+            waiter.withLock { continuation in
+                continuation?.resume(returning: value)
+                continuation = nil
+            }
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<UpdateReport?, Never>) in
+                waiter.withLock { $0 = continuation }
+                if Task.isCancelled { resume(nil); return }
+                Task { resume(await task.value) }
+            }
+        } onCancel: {
+            resume(nil)
+        }
     }
 
     /// The verified, unexpired entries in force (downloaded ones; fallback excluded), sorted
@@ -311,21 +339,26 @@ public final class PinStore: Sendable {
     /// decision stays as it was).
     package func updateAfterRefusal() async -> UpdateResult? {
         let now = clock.now()
-        let allowed = state.withLock { state -> Bool in
-            // Joining a download under way (scheduled, explicit or another refusal's) is free,
-            // and the list it brings answers this refusal: it starts the minute all the same.
-            if state.inFlight != nil {
-                state.lastRefusalUpdate = now
-                return true
-            }
+        // Join or start in one critical section: a download that ends between a check and a
+        // start must not let refusals chain downloads back to back.
+        let download = state.withLock { state -> Task<UpdateReport, Never>? in
+            // Joining a download under way (scheduled, explicit or another refusal's) is free
+            // and does not start the minute.
+            if let running = state.inFlight { return running }
             if let last = state.lastRefusalUpdate, now >= last,
-               now.timeIntervalSince(last) < Self.refusalUpdateInterval { return false }
+               now.timeIntervalSince(last) < Self.refusalUpdateInterval { return nil }
             state.lastRefusalUpdate = now
-            return true
+            let task = makeDownloadTask()
+            state.inFlight = task
+            return task
         }
-        guard allowed else { return nil }
-        return await sharedDownload().result
+        guard let download else { return nil }
+        return await download.value.result
     }
+
+    /// The shortest time from one applied list to the next scheduled download (seconds), unless
+    /// the periodic interval is shorter (drills).
+    static let minimumUpdateInterval: TimeInterval = 60
 
     /// The shortest time between two downloads triggered by refusals (seconds): an impostor
     /// (or a flood of connections to unpinned hosts) causes at most one list download a minute.
@@ -455,9 +488,12 @@ public final class PinStore: Sendable {
                 ? "The verified list has no entries; the stored pins are kept."
                 : "Every entry of the verified list has expired; the stored pins are kept.")
         }
-        let next = UpdateSchedule.nextUpdate(for: valid, now: now,
-                                             periodicInterval: configuration.periodicUpdateInterval,
-                                             expirationThreshold: configuration.expirationUpdateThreshold)
+        // At least a minute (or the periodic interval, when shorter) between downloads, however
+        // close a pin is to expiring: every validate acts on this date, in every process.
+        let next = max(UpdateSchedule.nextUpdate(for: valid, now: now,
+                                                 periodicInterval: configuration.periodicUpdateInterval,
+                                                 expirationThreshold: configuration.expirationUpdateThreshold),
+                       now.addingTimeInterval(min(Self.minimumUpdateInterval, configuration.periodicUpdateInterval)))
         var persisted = verified.persisted
         persisted.nextUpdate = next.timeIntervalSince1970
         persisted.updatedAt = now.timeIntervalSince1970
@@ -480,9 +516,13 @@ public final class PinStore: Sendable {
     private func install(_ entries: [FingerprintEntry], from persisted: PersistedList, timestamp: Int64?, now: Date) {
         let list = StoredList(index: PinIndex(entries: entries), timestamp: timestamp,
                               updatedAt: persisted.updatedAt, identity: Self.identity(of: persisted))
+        // The file's date is not signed (and another process may run with a longer interval):
+        // never later than this store's own periodic interval.
+        let nextUpdate = min(Date(timeIntervalSince1970: persisted.nextUpdate),
+                             now.addingTimeInterval(configuration.periodicUpdateInterval))
         state.withLock { state in
             state.stored = list
-            state.schedule.listApplied(nextUpdate: Date(timeIntervalSince1970: persisted.nextUpdate))
+            state.schedule.listApplied(nextUpdate: nextUpdate)
             state.generation &+= 1
         }
         updateGauges(now: now)
@@ -520,7 +560,13 @@ public final class PinStore: Sendable {
         let now = clock.now()
         guard let persisted = try? file.load(), persisted.nextUpdate > now.timeIntervalSince1970 else { return false }
         let current = state.withLock { $0.stored }
-        if let current, current.identity == Self.identity(of: persisted) { return false }
+        if let current {
+            if current.identity == Self.identity(of: persisted) { return false }
+            // Newer means downloaded later: a static list has no signed timestamp, so an older
+            // file (a save of ours that failed, a list another process had before) must not
+            // bring back a pin that has since been removed.
+            guard let theirs = persisted.updatedAt, let ours = current.updatedAt, theirs > ours else { return false }
+        }
         do {
             let verified = try verify(persisted)
             try Self.checkRollback(verified, against: current)
