@@ -15,6 +15,7 @@ enum PinnedSessionRegistry {
         let includesSystemStore: Bool
         let updateOnEmpty: Bool
         let requestTimeout: TimeInterval
+        let maximumConnectionsPerHost: Int
     }
 
     private struct Entries {
@@ -37,7 +38,7 @@ enum PinnedSessionRegistry {
 
     static func transport(at slot: Int) -> PinnedHTTPSTransport? {
         entries.withLock { entries in
-            (1...entries.transports.count).contains(slot) ? entries.transports[slot - 1] : nil
+            entries.transports.indices.contains(slot - 1) ? entries.transports[slot - 1] : nil
         }
     }
 

@@ -56,11 +56,13 @@ extension URLSessionConfiguration {
             anchors: trustRoots.anchors.map(\.derRepresentation),
             includesSystemStore: trustRoots.includesSystemStore,
             updateOnEmpty: updateOnEmpty,
-            requestTimeout: configuration.timeoutIntervalForRequest)
+            requestTimeout: configuration.timeoutIntervalForRequest,
+            maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost)
         let slot = PinnedSessionRegistry.slot(for: key) {
             PinnedHTTPSTransport(
                 verifier: PinningTLSVerifier(store: store, trustRoots: trustRoots, updateOnEmpty: updateOnEmpty, logger: logger),
-                requestTimeout: configuration.timeoutIntervalForRequest,
+                settings: PinnedHTTPSTransport.SessionSettings(configuration),
+                maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
                 group: MultiThreadedEventLoopGroup.singleton)
         }
         let pinnedClass: AnyClass = PinnedSessionRegistry.protocolClass(forSlot: slot)
