@@ -79,6 +79,18 @@ func peakResidentBytes() -> Int {
 // MARK: - Memory mode (a child process measures one store size)
 
 let arguments = CommandLine.arguments
+#if canImport(FoundationNetworking)
+// Issue 9 (PinnedSessionBenchmark.swift): `session` runs only the pinned-URLSession benchmark;
+// `session-memory` is its child process measuring one 200 MB body.
+if arguments.count == 4, arguments[1] == "session-memory", let url = URL(string: arguments[3]) {
+    try await pinnedSessionMemoryChild(arguments[2], url)
+    exit(0)
+}
+if arguments.count == 2, arguments[1] == "session" {
+    printTable(try await pinnedSessionBenchmarkRows())
+    exit(0)
+}
+#endif
 if arguments.count == 3, arguments[1] == "memory" {
     // The parent wrote the list; reading it is part of the baseline, building the store is not.
     let json = try Data(contentsOf: URL(fileURLWithPath: arguments[2]))
@@ -219,5 +231,14 @@ if let memory = childMemory(100_000) {
 
 // 6. A full TLS handshake plus one request, pinned versus normal verification only (HandshakeBenchmark.swift).
 rows += try handshakeBenchmarkRows()
+
+#if canImport(FoundationNetworking)
+// 7. The pinned URLSession against nginx, beside plain URLSession (PinnedSessionBenchmark.swift).
+do {
+    rows += try await pinnedSessionBenchmarkRows()
+} catch {
+    print("pinned URLSession benchmark skipped: \(error)")
+}
+#endif
 
 printTable(rows)

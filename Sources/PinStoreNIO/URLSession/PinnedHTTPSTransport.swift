@@ -76,12 +76,18 @@ final class PinnedHTTPSTransport: Sendable {
         pool = PinnedConnectionPool(configuration: poolConfiguration, verifier: verifier, context: context, group: group)
     }
 
+    /// Asked before each redirect is followed, with the redirect response and the request for
+    /// the next hop; returns the request to send (changed or not), or nil to stop and deliver
+    /// the redirect response itself (URLSession's `willPerformHTTPRedirection`).
+    typealias RedirectDecider = @Sendable (HTTPURLResponse, URLRequest) async -> URLRequest?
+
     /// Loads `request`, following redirects. Returns the final response and, unless `sink`
     /// streams, its whole body.
-    func load(_ request: URLRequest, settings: SessionSettings, body: Data?, sink: any Sink) async throws -> (HTTPURLResponse, Data) {
+    func load(_ request: URLRequest, settings: SessionSettings, body: Data?, sink: any Sink,
+              redirectDecider: RedirectDecider? = nil) async throws -> (HTTPURLResponse, Data) {
         let resourceTimeout = settings.resourceTimeout
         let work = Task {
-            try await self.followRedirects(request, settings: settings, body: body, sink: sink)
+            try await self.followRedirects(request, settings: settings, body: body, sink: sink, redirectDecider: redirectDecider)
         }
         // timeoutIntervalForResource bounds the whole load, however slowly the server drips.
         let expired = Locked(false)
@@ -103,7 +109,8 @@ final class PinnedHTTPSTransport: Sendable {
         }
     }
 
-    private func followRedirects(_ request: URLRequest, settings: SessionSettings, body: Data?, sink: any Sink) async throws -> (HTTPURLResponse, Data) {
+    private func followRedirects(_ request: URLRequest, settings: SessionSettings, body: Data?, sink: any Sink,
+                                 redirectDecider: RedirectDecider?) async throws -> (HTTPURLResponse, Data) {
         var current = request
         var currentBody = body ?? request.httpBody
         var hops = 0
@@ -111,14 +118,27 @@ final class PinnedHTTPSTransport: Sendable {
             let url = try Self.checkedURL(current)
             let outcome = try await exchange(current, url: url, settings: settings, body: currentBody, sink: sink)
             switch outcome {
-            case .redirect(let response, let next):
+            case .redirect(let response, let next, let redirectBody):
                 hops += 1
                 guard hops <= Self.maximumRedirects else {
                     throw Self.urlError(.httpTooManyRedirects, url, "More than \(Self.maximumRedirects) redirects.")
                 }
-                let status = response.statusCode
-                current = Self.redirected(current, from: url, to: next, status: status)
-                if current.httpMethod == "GET", request.httpMethod != "GET" { currentBody = nil }
+                var proposed = Self.redirected(current, from: url, to: next, status: response.statusCode)
+                if proposed.httpMethod == "GET", current.httpMethod != "GET" { currentBody = nil }
+                if let redirectDecider {
+                    guard let decided = await redirectDecider(response, proposed) else {
+                        // The delegate declined: the redirect response is the answer.
+                        if sink.streams {
+                            sink.receive(response)
+                            if !redirectBody.isEmpty { _ = sink.receive(redirectBody) {} }
+                        }
+                        return (response, redirectBody)
+                    }
+                    proposed = decided
+                }
+                // Whatever the next request is, it goes through the https check and its own
+                // host's pin check like the first one.
+                current = proposed
             case .done(let response, let data):
                 return (response, data)
             }
@@ -126,7 +146,7 @@ final class PinnedHTTPSTransport: Sendable {
     }
 
     private enum Outcome {
-        case redirect(HTTPURLResponse, URL)
+        case redirect(HTTPURLResponse, URL, Data)
         case done(HTTPURLResponse, Data)
     }
 
@@ -334,8 +354,8 @@ final class PinnedHTTPSTransport: Sendable {
         }
 
         func receiveBodyPart(_ part: ByteBuffer) -> Bool {
-            guard !failed, redirect == nil else { return true }
-            if sink.streams {
+            guard !failed else { return true }
+            if sink.streams, redirect == nil {
                 let ticket = self.ticket.withLock { $0 }
                 return sink.receive(Data(part.readableBytesView)) { ticket?.resumeReading() }
             }
@@ -354,7 +374,7 @@ final class PinnedHTTPSTransport: Sendable {
         func receiveEnd() {
             guard let response else { return }
             if let redirect {
-                resume(.success(.redirect(response, redirect)))
+                resume(.success(.redirect(response, redirect, Data(body.readableBytesView))))
             } else {
                 resume(.success(.done(response, Data(body.readableBytesView))))
             }

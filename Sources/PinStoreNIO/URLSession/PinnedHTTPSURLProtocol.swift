@@ -59,13 +59,14 @@ final class PinnedHTTPSURLProtocol<Slot: PinnedSessionSlot>: URLProtocol {
             ? StreamingSink(reporter: reporter, delegateQueue: introspection.session?.delegateQueue)
             : WholeSink()
         let uploadBody = introspection.uploadBody
+        let decider = RedirectDelegate(task: task, session: introspection.session)?.decider
         let work = Task {
             do {
                 var body = request.httpBody
                 if body == nil {
                     body = try requestBody(of: request, upload: uploadBody)
                 }
-                let (response, data) = try await transport.load(request, settings: settings, body: body, sink: sink)
+                let (response, data) = try await transport.load(request, settings: settings, body: body, sink: sink, redirectDecider: decider)
                 if sink.streams {
                     reporter.finish()
                 } else {
@@ -121,6 +122,40 @@ private func requestBody(of request: URLRequest, upload: URLSessionTaskIntrospec
         data.append(buffer, count: count)
     }
     return data
+}
+
+/// Asks the task's (or the session's) delegate about each redirect, on the session's delegate
+/// queue, as URLSession does. corelibs offers a protocol no way to hand a redirect back to the
+/// session (`urlProtocol(_:wasRedirectedTo:redirectResponse:)` traps there), so the transport
+/// follows redirects itself and asks the delegate here.
+private struct RedirectDelegate: @unchecked Sendable {
+    // @unchecked: the delegate, session and task are used on the delegate queue only, as
+    // URLSession itself uses them.
+    let delegate: any URLSessionTaskDelegate
+    let session: URLSession
+    let task: URLSessionTask
+
+    init?(task: URLSessionTask?, session: URLSession?) {
+        guard let task, let session,
+              let delegate = task.delegate ?? (session.delegate as? URLSessionTaskDelegate) else { return nil }
+        self.delegate = delegate
+        self.session = session
+        self.task = task
+    }
+
+    var decider: PinnedHTTPSTransport.RedirectDecider {
+        let asking = self
+        return { response, request in
+            await withCheckedContinuation { continuation in
+                asking.session.delegateQueue.addOperation {
+                    asking.delegate.urlSession(asking.session, task: asking.task, willPerformHTTPRedirection: response,
+                                               newRequest: request) { decided in
+                        continuation.resume(returning: decided)
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Hands results to the URL loading system, always on the task's work queue: corelibs' client
