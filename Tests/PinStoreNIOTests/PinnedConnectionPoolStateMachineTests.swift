@@ -94,13 +94,26 @@ import Testing
         #expect(machine.executeRequest(2, key: a) == [.createConnection(2, a)])
     }
 
-    @Test func idleTimeoutClosesOnlyAConnectionStillIdleSinceThatTimer() {
+    @Test func idleTimeoutClosesAConnectionIdleSinceThatTimer() {
+        var machine = machineWithIdleConnection()
+        #expect(machine.idleTimeoutFired(1, epoch: 1) == [.closeConnection(1)])
+        #expect(machine.connectionCount(for: a) == 0)
+    }
+
+    @Test func connectionThatServedSinceTheTimerGetsOneTimerForItsNewIdlePeriod() {
         var machine = machineWithIdleConnection()
         _ = machine.executeRequest(2, key: a)
-        #expect(machine.requestFinished(on: 1, reusable: true) == [.scheduleIdleTimeout(1, epoch: 2)])
-        #expect(machine.idleTimeoutFired(1, epoch: 1) == [])
+        // Idle again: the first timer is still pending, so no second one.
+        #expect(machine.requestFinished(on: 1, reusable: true) == [])
+        #expect(machine.idleTimeoutFired(1, epoch: 1) == [.scheduleIdleTimeout(1, epoch: 2)])
         #expect(machine.idleTimeoutFired(1, epoch: 2) == [.closeConnection(1)])
-        #expect(machine.connectionCount(for: a) == 0)
+    }
+
+    @Test func idleTimeoutLeavesABusyConnectionAlone() {
+        var machine = machineWithIdleConnection()
+        _ = machine.executeRequest(2, key: a)
+        #expect(machine.idleTimeoutFired(1, epoch: 1) == [])
+        #expect(machine.requestFinished(on: 1, reusable: true) == [.scheduleIdleTimeout(1, epoch: 2)])
     }
 
     @Test func retryNeverGetsAConnectionThatServedBefore() {

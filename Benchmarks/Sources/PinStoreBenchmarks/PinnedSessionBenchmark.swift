@@ -229,6 +229,18 @@ func pinnedSessionMemoryChild(_ mode: String, _ url: URL) async throws {
     }
 }
 
+/// Child mode: the first request of a fresh process, from making the session to the body, in
+/// microseconds; the pinned session trusts the system store (the test root is in it for the run).
+func pinnedSessionColdChild(_ mode: String, _ url: URL) async throws {
+    let clock = ContinuousClock()
+    let store = mode == "pinned" ? try pinnedBenchmarkStore() : nil
+    let started = clock.now
+    let session = store.map { URLSession(configuration: .pinned(by: $0, trustRoots: .system)) } ?? URLSession(configuration: .default)
+    let (data, _) = try await session.data(from: url)
+    let elapsed = clock.now - started
+    print(elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000, data.count)
+}
+
 private final class DiscardingDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     let bytes = BenchBox(0)
     private let finished = BenchBox<CheckedContinuation<Void, Never>?>(nil)
@@ -252,10 +264,10 @@ private final class DiscardingDelegate: NSObject, URLSessionDataDelegate, @unche
     }
 }
 
-private func childPeak(_ mode: String, _ url: URL) -> (peak: Int, bytes: Int)? {
+private func childPeak(_ mode: String, _ url: URL, kind: String = "session-memory") -> (peak: Int, bytes: Int)? {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-    process.arguments = ["session-memory", mode, url.absoluteString]
+    process.arguments = [kind, mode, url.absoluteString]
     let pipe = Pipe()
     process.standardOutput = pipe
     guard (try? process.run()) != nil else { return nil }
@@ -308,6 +320,17 @@ func pinnedSessionBenchmarkRows(rounds: Int = 5) async throws -> [Row] {
                     target: ">= 1.5x", met: concurrentRatio >= 1.5))
     rows.append(Row(name: "TLS handshakes nginx saw, 300 sequential (cold session)", value: "\(pinnedHandshakes)",
                     baseline: "plain URLSession \(plainHandshakes)", ratio: "-", target: "<= 2", met: pinnedHandshakes <= 2))
+
+    // Cold: the median of 5 fresh processes each.
+    func cold(_ mode: String) -> Double? {
+        let samples = (0..<5).compactMap { _ in childPeak(mode, small, kind: "session-cold")?.peak }.sorted()
+        return samples.isEmpty ? nil : Double(samples[samples.count / 2]) / 1000
+    }
+    if let pinnedCold = cold("pinned"), let plainCold = cold("plain") {
+        rows.append(Row(name: "first request of a process, system trust store", value: String(format: "pinned %.1f ms", pinnedCold),
+                        baseline: String(format: "plain URLSession %.1f ms", plainCold), ratio: String(format: "%.2fx", pinnedCold / plainCold),
+                        target: "<= 1.0x", met: pinnedCold <= plainCold))
+    }
 
     let big = URL(string: "https://localhost:\(nginx.port)/big")!
     if let pinnedPeak = childPeak("pinned", big), let plainPeak = childPeak("plain", big) {

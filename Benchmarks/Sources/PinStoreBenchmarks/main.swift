@@ -86,6 +86,10 @@ if arguments.count == 4, arguments[1] == "session-memory", let url = URL(string:
     try await pinnedSessionMemoryChild(arguments[2], url)
     exit(0)
 }
+if arguments.count == 4, arguments[1] == "session-cold", let url = URL(string: arguments[3]) {
+    try await pinnedSessionColdChild(arguments[2], url)
+    exit(0)
+}
 if arguments.count == 2, arguments[1] == "session" {
     printTable(try await pinnedSessionBenchmarkRows())
     exit(0)

@@ -55,6 +55,9 @@ struct PinnedConnectionPoolStateMachine: Sendable {
         var key: Key
         var state: ConnectionState
         var served = 0
+        /// Whether an idle timer is pending: one at a time per connection, however many
+        /// requests it serves (a timer per request would pile up at thousands per second).
+        var timerArmed = false
     }
 
     private struct Waiting {
@@ -136,11 +139,22 @@ struct PinnedConnectionPoolStateMachine: Sendable {
         return balance(connection.key)
     }
 
-    /// The idle timer scheduled with `epoch` went off.
+    /// The idle timer scheduled with `epoch` went off. A connection idle since that timer was
+    /// set closes; one that served in between and is idle again gets a timer for its new idle
+    /// period (so it closes between one and two timeouts after its last request).
     mutating func idleTimeoutFired(_ id: ConnectionID, epoch: Int) -> [Action] {
-        guard let connection = connections[id], connection.state == .idle(epoch: epoch) else { return [] }
-        connections[id] = nil
-        return [.closeConnection(id)]
+        guard let connection = connections[id] else { return [] }
+        connections[id]?.timerArmed = false
+        switch connection.state {
+        case .idle(epoch: epoch):
+            connections[id] = nil
+            return [.closeConnection(id)]
+        case .idle(let newer):
+            connections[id]?.timerArmed = true
+            return [.scheduleIdleTimeout(id, epoch: newer)]
+        case .connecting, .leased, .retiring:
+            return []
+        }
     }
 
     /// A request gave up. Only a waiting one is the machine's business; one already written is
@@ -214,6 +228,8 @@ struct PinnedConnectionPoolStateMachine: Sendable {
         let epoch = nextEpoch
         nextEpoch += 1
         connections[id]?.state = .idle(epoch: epoch)
+        guard connections[id]?.timerArmed == false else { return [] }
+        connections[id]?.timerArmed = true
         return [.scheduleIdleTimeout(id, epoch: epoch)]
     }
 
