@@ -40,7 +40,7 @@ final class LoopbackNginx {
         try Data((0..<1024).map { UInt8($0 % 251) }).write(to: www.appendingPathComponent("small"))
         // 200 MB (decimal, like the issue's figure) of a non-trivial pattern.
         let chunk = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
-        FileManager.default.createFile(atPath: www.appendingPathComponent("big").path, contents: nil)
+        _ = FileManager.default.createFile(atPath: www.appendingPathComponent("big").path, contents: nil)
         let big = try FileHandle(forWritingTo: www.appendingPathComponent("big"))
         var written = 0
         while written < 200_000_000 {
@@ -91,7 +91,7 @@ final class LoopbackNginx {
             if Self.accepts(port: port) { return }
             Thread.sleep(forTimeInterval: 0.05)
         }
-        process.terminate()
+        kill(process.processIdentifier, SIGKILL)
         throw PinnedSessionBenchmarkError.setup("nginx did not start: \((try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? "")")
     }
 
@@ -113,13 +113,15 @@ final class LoopbackNginx {
         return text.split(separator: "\n")
     }
 
-    /// Distinct connections that served the requests logged after `skip` lines.
-    func connections(after skip: Int) -> Int {
-        Set(logLines().dropFirst(skip).compactMap { $0.split(separator: " ").first }).count
+    /// nginx's serial numbers of the connections that served requests so far.
+    func connectionSerials() -> Set<Substring> {
+        Set(logLines().compactMap { $0.split(separator: " ").first })
     }
 
     func stop() {
-        process.terminate()
+        // nginx without a master process inherits the blocked signal mask of the Swift
+        // runtime's threads and ignores SIGTERM: end it with SIGKILL.
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
     }
@@ -187,6 +189,11 @@ private func run(_ session: URLSession, _ url: URL, count: Int, concurrency: Int
     let total = clock.now - started
     let seconds = Double(total.components.seconds) + Double(total.components.attoseconds) / 1e18
     return RunFigures(requestsPerSecond: Double(count) / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99))
+}
+
+/// A progress line on standard error, so a long run shows where it is.
+func progress(_ text: String) {
+    FileHandle.standardError.write(Data("[\(Date())] \(text)\n".utf8))
 }
 
 /// The median run of `rounds` by requests/s.
@@ -278,7 +285,7 @@ private func childPeak(_ mode: String, _ url: URL, kind: String = "session-memor
 }
 
 /// Plain and pinned URLSession against nginx, as result rows.
-func pinnedSessionBenchmarkRows(rounds: Int = 5) async throws -> [Row] {
+func pinnedSessionBenchmarkRows(rounds: Int = 3) async throws -> [Row] {
     let nginx = try LoopbackNginx()
     defer { nginx.stop() }
     let trust = try SystemTrustForBenchmark()
@@ -295,16 +302,25 @@ func pinnedSessionBenchmarkRows(rounds: Int = 5) async throws -> [Row] {
 
     var rows: [Row] = []
     // Handshakes: the first 300 sequential requests of each client on a cold session.
-    var skip = nginx.logLines().count
+    progress("handshakes")
+    // New connection serials after each client's run (a log line can land late, so serials
+    // are compared, not line counts).
+    var before = nginx.connectionSerials()
     _ = try await run(plain, small, count: 300, concurrency: 1)
-    let plainHandshakes = nginx.connections(after: skip)
-    skip = nginx.logLines().count
+    try await Task.sleep(for: .milliseconds(200))
+    let plainHandshakes = nginx.connectionSerials().subtracting(before).count
+    before = nginx.connectionSerials()
     _ = try await run(pinned, small, count: 300, concurrency: 1)
-    let pinnedHandshakes = nginx.connections(after: skip)
+    try await Task.sleep(for: .milliseconds(200))
+    let pinnedHandshakes = nginx.connectionSerials().subtracting(before).count
 
+    progress("plainSequential")
     let plainSequential = try await medianRun(plain, small, count: 300, concurrency: 1, rounds: rounds)
+    progress("pinnedSequential")
     let pinnedSequential = try await medianRun(pinned, small, count: 300, concurrency: 1, rounds: rounds)
+    progress("plainConcurrent")
     let plainConcurrent = try await medianRun(plain, small, count: 300, concurrency: 16, rounds: rounds)
+    progress("pinnedConcurrent")
     let pinnedConcurrent = try await medianRun(pinned, small, count: 300, concurrency: 16, rounds: rounds)
 
     func figures(_ run: RunFigures) -> String {
@@ -321,6 +337,7 @@ func pinnedSessionBenchmarkRows(rounds: Int = 5) async throws -> [Row] {
     rows.append(Row(name: "TLS handshakes nginx saw, 300 sequential (cold session)", value: "\(pinnedHandshakes)",
                     baseline: "plain URLSession \(plainHandshakes)", ratio: "-", target: "<= 2", met: pinnedHandshakes <= 2))
 
+    progress("cold")
     // Cold: the median of 5 fresh processes each.
     func cold(_ mode: String) -> Double? {
         let samples = (0..<5).compactMap { _ in childPeak(mode, small, kind: "session-cold")?.peak }.sorted()
@@ -332,6 +349,7 @@ func pinnedSessionBenchmarkRows(rounds: Int = 5) async throws -> [Row] {
                         target: "<= 1.0x", met: pinnedCold <= plainCold))
     }
 
+    progress("200 MB")
     let big = URL(string: "https://localhost:\(nginx.port)/big")!
     if let pinnedPeak = childPeak("pinned", big), let plainPeak = childPeak("plain", big) {
         rows.append(Row(name: "200 MB body, delegate data task, peak resident", value: String(format: "%.1f MiB (%d bytes)", Double(pinnedPeak.peak) / 1_048_576, pinnedPeak.bytes),

@@ -19,6 +19,7 @@ final class PinnedHTTPSTransport: Sendable {
     static let maximumBufferedBodySize = 512 * 1024 * 1024
 
     let pool: PinnedConnectionPool
+    let group: any EventLoopGroup
     /// The configuration values captured when `.pinned(...)` made it: used when the session's own
     /// configuration cannot be read from the task.
     let defaults: SessionSettings
@@ -45,6 +46,24 @@ final class PinnedHTTPSTransport: Sendable {
         }
     }
 
+    /// The settings of the session a request came from (a session's configuration never
+    /// changes, so the last one is kept; reading `URLSession.configuration` makes a copy).
+    func settings(of session: URLSession) -> SessionSettings {
+        if let cached = lastSettings.withLock({ $0.session === session ? $0.settings : nil }) {
+            return cached
+        }
+        let settings = SessionSettings(session.configuration)
+        lastSettings.withLock { $0 = LastSettings(session: session, settings: settings) }
+        return settings
+    }
+
+    private struct LastSettings {
+        weak var session: URLSession?
+        var settings: SessionSettings?
+    }
+
+    private let lastSettings = Locked(LastSettings())
+
     /// Where a response goes. Streaming sinks get the final response and its body piece by piece;
     /// the others get everything at the end from ``load(_:settings:body:sink:)``.
     protocol Sink: Sendable {
@@ -53,10 +72,15 @@ final class PinnedHTTPSTransport: Sendable {
         func receive(_ response: HTTPURLResponse)
         /// Returns false when the consumer is behind: reading pauses until `resume` is called.
         func receive(_ data: Data, resume: @escaping @Sendable () -> Void) -> Bool
+        /// The load is done: `data` is the whole body unless the sink streams. Called as soon as
+        /// the final response ends (on the event loop, sparing a thread hop), and again by the
+        /// caller when the load returns: only the first call counts.
+        func complete(_ response: HTTPURLResponse, _ data: Data)
     }
 
     init(verifier: PinningTLSVerifier, settings: SessionSettings, maximumConnectionsPerHost: Int, group: any EventLoopGroup) {
         defaults = settings
+        self.group = group
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.applicationProtocols = ["http/1.1"]
         // The verification callback replaces swift-nio-ssl's chain check (it evaluates against the
@@ -85,38 +109,72 @@ final class PinnedHTTPSTransport: Sendable {
     /// streams, its whole body.
     func load(_ request: URLRequest, settings: SessionSettings, body: Data?, sink: any Sink,
               redirectDecider: RedirectDecider? = nil) async throws -> (HTTPURLResponse, Data) {
-        let resourceTimeout = settings.resourceTimeout
-        let work = Task {
-            try await self.followRedirects(request, settings: settings, body: body, sink: sink, redirectDecider: redirectDecider)
+        // timeoutIntervalForResource bounds the whole load, however slowly the server drips:
+        // one timer on an event loop, which cancels whatever hop is running when it fires.
+        let deadline = ResourceDeadline()
+        if settings.resourceTimeout > 0, settings.resourceTimeout < 100 * 365 * 86_400 {
+            deadline.start(on: group.next(), after: .nanoseconds(Int64(settings.resourceTimeout * 1_000_000_000)))
         }
-        // timeoutIntervalForResource bounds the whole load, however slowly the server drips.
-        let expired = Locked(false)
-        let watchdog = Task {
-            guard resourceTimeout > 0, resourceTimeout < 365 * 86_400 else { return }
-            try await Task.sleep(for: .milliseconds(Int64(resourceTimeout * 1000)))
-            expired.withLock { $0 = true }
-            work.cancel()
-        }
-        defer { watchdog.cancel() }
+        defer { deadline.finish() }
         do {
-            return try await withTaskCancellationHandler {
-                try await work.value
-            } onCancel: {
-                work.cancel()
+            return try await followRedirects(request, settings: settings, body: body, sink: sink, redirectDecider: redirectDecider,
+                                             deadline: deadline)
+        } catch let error as URLError where error.code == .cancelled && deadline.expired {
+            throw Self.urlError(.timedOut, request.url, "The resource timeout (timeoutIntervalForResource, \(settings.resourceTimeout) s) expired.")
+        }
+    }
+
+    /// The resource timeout of one load: when it fires, the running hop is cancelled.
+    final class ResourceDeadline: Sendable {
+        private struct State {
+            var timer: Scheduled<Void>?
+            var expired = false
+            var finished = false
+            var running: PinnedConnectionPool.Ticket?
+        }
+
+        private let state = Locked(State())
+
+        var expired: Bool { state.withLock { $0.expired } }
+
+        func start(on eventLoop: any EventLoop, after delay: TimeAmount) {
+            let timer = eventLoop.scheduleTask(in: delay) { [self] in
+                let running = state.withLock { state -> PinnedConnectionPool.Ticket? in
+                    guard !state.finished else { return nil }
+                    state.expired = true
+                    return state.running
+                }
+                running?.cancel()
             }
-        } catch let error as URLError where error.code == .cancelled && expired.withLock({ $0 }) {
-            throw Self.urlError(.timedOut, request.url, "The resource timeout (timeoutIntervalForResource, \(resourceTimeout) s) expired.")
+            state.withLock { $0.timer = timer }
+        }
+
+        /// The hop now running; cancelled at once if the deadline already passed.
+        func run(_ ticket: PinnedConnectionPool.Ticket) {
+            let expired = state.withLock { state -> Bool in
+                state.running = ticket
+                return state.expired
+            }
+            if expired { ticket.cancel() }
+        }
+
+        func finish() {
+            state.withLock { state in
+                state.finished = true
+                state.running = nil
+                return state.timer
+            }?.cancel()
         }
     }
 
     private func followRedirects(_ request: URLRequest, settings: SessionSettings, body: Data?, sink: any Sink,
-                                 redirectDecider: RedirectDecider?) async throws -> (HTTPURLResponse, Data) {
+                                 redirectDecider: RedirectDecider?, deadline: ResourceDeadline) async throws -> (HTTPURLResponse, Data) {
         var current = request
         var currentBody = body ?? request.httpBody
         var hops = 0
         while true {
             let url = try Self.checkedURL(current)
-            let outcome = try await exchange(current, url: url, settings: settings, body: currentBody, sink: sink)
+            let outcome = try await exchange(current, url: url, settings: settings, body: currentBody, sink: sink, deadline: deadline)
             switch outcome {
             case .redirect(let response, let next, let redirectBody):
                 hops += 1
@@ -151,7 +209,8 @@ final class PinnedHTTPSTransport: Sendable {
     }
 
     /// One hop through the pool.
-    private func exchange(_ request: URLRequest, url: URL, settings: SessionSettings, body: Data?, sink: any Sink) async throws -> Outcome {
+    private func exchange(_ request: URLRequest, url: URL, settings: SessionSettings, body: Data?, sink: any Sink,
+                          deadline: ResourceDeadline) async throws -> Outcome {
         let target = try Self.target(of: url)
         let head = try Self.head(for: request, url: url, target: target, settings: settings, bodyLength: body?.count)
         let timeout = min(request.timeoutInterval > 0 ? request.timeoutInterval : settings.requestTimeout, settings.requestTimeout)
@@ -166,6 +225,7 @@ final class PinnedHTTPSTransport: Sendable {
                 let made = pool.execute(poolRequest, receiver: receiver)
                 receiver.ticket.withLock { $0 = made }
                 ticket.withLock { $0 = made }
+                deadline.run(made)
                 if Task.isCancelled { made.cancel() }
             }
         } onCancel: {
@@ -340,7 +400,7 @@ final class PinnedHTTPSTransport: Sendable {
                 fail(.badResponse("The response could not be represented."), afterResponseBytes: true)
                 return
             }
-            if settings.shouldSetCookies, let storage = settings.cookieStorage {
+            if settings.shouldSetCookies, let storage = settings.cookieStorage, head.headers.contains(name: "set-cookie") {
                 let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: url)
                 if !cookies.isEmpty { storage.setCookies(cookies, for: url, mainDocumentURL: nil) }
             }
@@ -376,7 +436,9 @@ final class PinnedHTTPSTransport: Sendable {
             if let redirect {
                 resume(.success(.redirect(response, redirect, Data(body.readableBytesView))))
             } else {
-                resume(.success(.done(response, Data(body.readableBytesView))))
+                let data = Data(body.readableBytesView)
+                sink.complete(response, data)
+                resume(.success(.done(response, data)))
             }
         }
 

@@ -51,13 +51,10 @@ final class PinnedHTTPSURLProtocol<Slot: PinnedSessionSlot>: URLProtocol {
                 "Download tasks cannot run on a pinned session on Linux (FoundationNetworking lets only its own protocols hand over the downloaded file). Use a data task: a delegate-based one receives the body in pieces to write to a file."))
             return
         }
-        var settings = transport.defaults
-        if let configuration = introspection.session?.configuration {
-            settings = PinnedHTTPSTransport.SessionSettings(configuration)
-        }
+        let settings = introspection.session.map { transport.settings(of: $0) } ?? transport.defaults
         let sink: any PinnedHTTPSTransport.Sink = introspection.reportsToSessionDelegate && task is URLSessionDataTask
             ? StreamingSink(reporter: reporter, delegateQueue: introspection.session?.delegateQueue)
-            : WholeSink()
+            : WholeSink(reporter: reporter)
         let uploadBody = introspection.uploadBody
         let decider = RedirectDelegate(task: task, session: introspection.session)?.decider
         let work = Task {
@@ -67,11 +64,7 @@ final class PinnedHTTPSURLProtocol<Slot: PinnedSessionSlot>: URLProtocol {
                     body = try requestBody(of: request, upload: uploadBody)
                 }
                 let (response, data) = try await transport.load(request, settings: settings, body: body, sink: sink, redirectDecider: decider)
-                if sink.streams {
-                    reporter.finish()
-                } else {
-                    reporter.deliver(response, data)
-                }
+                sink.complete(response, data)
             } catch {
                 reporter.fail(error)
             }
@@ -217,11 +210,24 @@ private struct ClientReporter<Slot: PinnedSessionSlot>: @unchecked Sendable {
     }
 }
 
-/// Collects nothing itself: the transport buffers the body and the reporter delivers it whole.
-private struct WholeSink: PinnedHTTPSTransport.Sink {
+/// Delivers the whole response once the transport has it (completion handlers keep only the
+/// last `didLoad`, so the body goes in one piece).
+private struct WholeSink<Slot: PinnedSessionSlot>: PinnedHTTPSTransport.Sink {
+    let reporter: ClientReporter<Slot>
+    private let delivered = Locked(false)
+
+    init(reporter: ClientReporter<Slot>) {
+        self.reporter = reporter
+    }
+
     var streams: Bool { false }
     func receive(_ response: HTTPURLResponse) {}
     func receive(_ data: Data, resume: @escaping @Sendable () -> Void) -> Bool { true }
+
+    func complete(_ response: HTTPURLResponse, _ data: Data) {
+        guard !delivered.withLock({ done in defer { done = true }; return done }) else { return }
+        reporter.deliver(response, data)
+    }
 }
 
 /// Streams the body to the session delegate piece by piece. corelibs queues each piece as an
@@ -235,6 +241,7 @@ private struct StreamingSink<Slot: PinnedSessionSlot>: PinnedHTTPSTransport.Sink
     let reporter: ClientReporter<Slot>
     let delegateQueue: OperationQueue?
     private let outstanding = Locked(Outstanding())
+    private let finished = Locked(false)
 
     private struct Outstanding {
         var bytes = 0
@@ -250,6 +257,11 @@ private struct StreamingSink<Slot: PinnedSessionSlot>: PinnedHTTPSTransport.Sink
 
     func receive(_ response: HTTPURLResponse) {
         reporter.response(response)
+    }
+
+    func complete(_ response: HTTPURLResponse, _ data: Data) {
+        guard !finished.withLock({ done in defer { done = true }; return done }) else { return }
+        reporter.finish()
     }
 
     func receive(_ data: Data, resume: @escaping @Sendable () -> Void) -> Bool {
