@@ -285,7 +285,7 @@ private func childPeak(_ mode: String, _ url: URL, kind: String = "session-memor
 }
 
 /// Plain and pinned URLSession against nginx, as result rows.
-func pinnedSessionBenchmarkRows(rounds: Int = 3) async throws -> [Row] {
+func pinnedSessionBenchmarkRows(rounds: Int = 5) async throws -> [Row] {
     let nginx = try LoopbackNginx()
     defer { nginx.stop() }
     let trust = try SystemTrustForBenchmark()
@@ -338,9 +338,9 @@ func pinnedSessionBenchmarkRows(rounds: Int = 3) async throws -> [Row] {
                     baseline: "plain URLSession \(plainHandshakes)", ratio: "-", target: "<= 2", met: pinnedHandshakes <= 2))
 
     progress("cold")
-    // Cold: the median of 5 fresh processes each.
+    // Cold: the median of 9 fresh processes each.
     func cold(_ mode: String) -> Double? {
-        let samples = (0..<5).compactMap { _ in childPeak(mode, small, kind: "session-cold")?.peak }.sorted()
+        let samples = (0..<9).compactMap { _ in childPeak(mode, small, kind: "session-cold")?.peak }.sorted()
         return samples.isEmpty ? nil : Double(samples[samples.count / 2]) / 1000
     }
     if let pinnedCold = cold("pinned"), let plainCold = cold("plain") {
