@@ -223,8 +223,11 @@ final class PinnedConnectionPool: Sendable {
                     let timeout = state.requests.values.first { $0.request.key == key }?.request.timeout ?? .seconds(60)
                     return .create(id, key, timeout: timeout)
                 case .execute(let requestID, let connectionID, let reused):
-                    guard let request = state.requests.removeValue(forKey: requestID),
-                          let connection = state.connections[connectionID] else { return nil }
+                    guard let request = state.requests.removeValue(forKey: requestID) else { return nil }
+                    guard let connection = state.connections[connectionID] else {
+                        // Cannot happen while the machine and the table agree; fail rather than hang.
+                        return .fail(request, .connectionLost("The pooled connection was gone before the request was written."))
+                    }
                     request.connection.withLock { $0 = connection }
                     return .execute(request, connection, reused: reused)
                 case .failRequest(let requestID, let reason):
