@@ -181,7 +181,7 @@ final class PinnedHTTPSTransport: Sendable {
                 guard hops <= Self.maximumRedirects else {
                     throw Self.urlError(.httpTooManyRedirects, url, "More than \(Self.maximumRedirects) redirects.")
                 }
-                var proposed = Self.redirected(current, from: url, to: next, status: response.statusCode)
+                var proposed = RedirectPolicy.nextRequest(after: current, from: url, to: next, status: response.statusCode)
                 if proposed.httpMethod == "GET", current.httpMethod != "GET" { currentBody = nil }
                 if let redirectDecider {
                     guard let decided = await redirectDecider(response, proposed) else {
@@ -297,39 +297,6 @@ final class PinnedHTTPSTransport: Sendable {
         }
         return HTTPRequestHead(version: .http1_1, method: method, uri: target.uri, headers: headers)
     }
-
-    /// The request for the next hop, as browsers and Foundation do it: 303 (and 301/302 after
-    /// a POST) become a GET without body; 307/308 repeat method and body. To another origin
-    /// only content-negotiation headers travel: credentials, cookies and any custom header
-    /// (an `X-API-Key`, say) stay with the origin they were meant for.
-    static func redirected(_ request: URLRequest, from: URL, to next: URL, status: Int) -> URLRequest {
-        var redirected = request
-        redirected.url = next
-        let method = request.httpMethod ?? "GET"
-        if status == 303 && method != "HEAD" || (status == 301 || status == 302) && method == "POST" {
-            redirected.httpMethod = "GET"
-            redirected.httpBody = nil
-            redirected.httpBodyStream = nil
-            redirected.setValue(nil, forHTTPHeaderField: "Content-Type")
-            redirected.setValue(nil, forHTTPHeaderField: "Content-Length")
-        }
-        redirected.setValue(nil, forHTTPHeaderField: "Host")
-        // Cookies for the next hop come from the storage, for its own URL.
-        redirected.setValue(nil, forHTTPHeaderField: "Cookie")
-        let sameOrigin = from.scheme?.lowercased() == next.scheme?.lowercased()
-            && from.host?.lowercased() == next.host?.lowercased() && from.port == next.port
-        if !sameOrigin {
-            for name in (redirected.allHTTPHeaderFields ?? [:]).keys where !crossOriginHeaders.contains(name.lowercased()) {
-                redirected.setValue(nil, forHTTPHeaderField: name)
-            }
-        }
-        return redirected
-    }
-
-    /// Headers that may follow a redirect to another origin.
-    static let crossOriginHeaders: Set<String> = [
-        "accept", "accept-language", "accept-encoding", "user-agent", "content-type", "content-length", "content-language",
-    ]
 
     static func urlError(for failure: PinnedHTTPFailure, url: URL) -> URLError {
         switch failure {

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOCore
 import NIOHTTP1
 import NIOSSL
@@ -147,6 +148,9 @@ final class PinnedConnectionPool: Sendable {
             if generation != state.checkedGeneration, !stillPinned(connection) {
                 // Admitted under a list that has changed since, and no longer pinned: refuse it as
                 // the pin check would now.
+                verifier.logger.debug("new connection no longer pinned after a list change; closed", metadata: [
+                    "pinstore.host": "\(connection.key.host)",
+                ])
                 connection.close()
                 state.connectFailures[connection.id] = .pinning(PinningFailure(host: connection.key.host, reason: .pinMismatch))
                 return state.machine.connectionFailed(connection.id)
@@ -194,7 +198,14 @@ final class PinnedConnectionPool: Sendable {
                 revoked.insert(id)
             }
         }
-        return revoked.isEmpty ? [] : state.machine.pinsChanged(revoked: revoked)
+        guard !revoked.isEmpty else { return [] }
+        // Debug: the next request to the host is refused or served by a new connection, and
+        // that decision is reported on its own.
+        verifier.logger.debug("pooled connections no longer pinned after a list change are retired", metadata: [
+            "pinstore.connections.revoked": "\(revoked.count)",
+            "pinstore.list.generation": "\(state.checkedGeneration)",
+        ])
+        return state.machine.pinsChanged(revoked: revoked)
     }
 
     /// Whether the chain `connection` was admitted with is still pinned for its host.
