@@ -164,4 +164,49 @@ import Testing
         #expect(machine.shutDown() == [.failRequest(2, .shutDown), .closeConnection(1)])
         #expect(machine.executeRequest(3, key: a) == [.failRequest(3, .shutDown)])
     }
+
+    // MARK: HTTP/2
+
+    @Test func http2ConnectionCarriesEveryWaitingRequestAtOnce() {
+        var machine = Machine(maximumConnectionsPerKey: 1)
+        _ = machine.executeRequest(1, key: a)
+        _ = machine.executeRequest(2, key: a)
+        _ = machine.executeRequest(3, key: a)
+        #expect(machine.connectionEstablished(1, capacity: 100) == [
+            .execute(1, on: 1, reused: false), .execute(2, on: 1, reused: true), .execute(3, on: 1, reused: true),
+        ])
+        #expect(machine.executeRequest(4, key: a) == [.execute(4, on: 1, reused: true)])
+    }
+
+    @Test func onceAKeySpeaksHTTP2OneConnectionIsOpenedAtATime() {
+        var machine = Machine(maximumConnectionsPerKey: 6)
+        _ = machine.executeRequest(1, key: a)
+        _ = machine.connectionEstablished(1, capacity: 100)
+        _ = machine.requestFinished(on: 1, reusable: true)
+        _ = machine.connectionClosed(1)
+        #expect(machine.executeRequest(2, key: a) == [.createConnection(2, a)])
+        #expect(machine.executeRequest(3, key: a) == [])
+        #expect(machine.connectionCount(for: a) == 1)
+    }
+
+    @Test func http2ConnectionAtCapacityQueuesTheRestUntilAStreamEnds() {
+        var machine = Machine(maximumConnectionsPerKey: 1)
+        _ = machine.executeRequest(1, key: a)
+        _ = machine.executeRequest(2, key: a)
+        _ = machine.executeRequest(3, key: a)
+        _ = machine.connectionEstablished(1, capacity: 2)
+        #expect(machine.waitingCount == 1)
+        #expect(machine.requestFinished(on: 1, reusable: true) == [.execute(3, on: 1, reused: true)])
+    }
+
+    @Test func revokedHTTP2ConnectionTakesNoNewStreamAndClosesAfterItsLast() {
+        var machine = Machine(maximumConnectionsPerKey: 1)
+        _ = machine.executeRequest(1, key: a)
+        _ = machine.executeRequest(2, key: a)
+        _ = machine.connectionEstablished(1, capacity: 100)
+        #expect(machine.pinsChanged(revoked: [1]) == [])
+        #expect(machine.executeRequest(3, key: a) == [])
+        #expect(machine.requestFinished(on: 1, reusable: true) == [])
+        #expect(machine.requestFinished(on: 1, reusable: true) == [.closeConnection(1), .createConnection(2, a)])
+    }
 }

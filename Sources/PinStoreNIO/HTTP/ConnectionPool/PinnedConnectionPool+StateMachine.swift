@@ -5,6 +5,9 @@
 /// - a connection serves only the key (host and port) it was opened and pin-checked for;
 /// - after ``pinsChanged(revoked:)`` a revoked connection carries no further request;
 /// - at most ``maximumConnectionsPerKey`` connections per key; requests beyond wait in FIFO order;
+/// - an HTTP/1.1 connection carries one request at a time, an HTTP/2 one up to its capacity
+///   (concurrent streams); once a key is known to speak HTTP/2, one connection is opened at a
+///   time for it;
 /// - a request that needs a fresh connection (the retry after a stale idle one) never gets a
 ///   connection that served before.
 struct PinnedConnectionPoolStateMachine: Sendable {
@@ -46,18 +49,29 @@ struct PinnedConnectionPoolStateMachine: Sendable {
     private enum ConnectionState: Equatable {
         case connecting
         case idle(epoch: Int)
-        case leased(RequestID)
-        /// Leased, but closes when its request is done instead of serving another.
-        case retiring(RequestID)
+        /// Carrying `active` requests (at most the connection's capacity).
+        case busy(active: Int)
+        /// Carrying `active` requests, and closes when they are done instead of serving more.
+        case retiring(active: Int)
     }
 
     private struct Connection {
         var key: Key
         var state: ConnectionState
         var served = 0
+        /// Requests it may carry at once: 1 for HTTP/1.1, the stream limit for HTTP/2.
+        var capacity = 1
         /// Whether an idle timer is pending: one at a time per connection, however many
         /// requests it serves (a timer per request would pile up at thousands per second).
         var timerArmed = false
+
+        var hasRoom: Bool {
+            switch state {
+            case .idle: true
+            case .busy(let active): active < capacity
+            case .connecting, .retiring: false
+            }
+        }
     }
 
     private struct Waiting {
@@ -69,6 +83,8 @@ struct PinnedConnectionPoolStateMachine: Sendable {
     let maximumConnectionsPerKey: Int
     private var connections: [ConnectionID: Connection] = [:]
     private var queue: [Waiting] = []
+    /// Keys whose server spoke HTTP/2: one connection at a time is opened for them.
+    private var multiplexedKeys: Set<Key> = []
     private var nextConnectionID = 1
     private var nextEpoch = 1
     private var isShutDown = false
@@ -87,16 +103,23 @@ struct PinnedConnectionPoolStateMachine: Sendable {
         return balance(key)
     }
 
-    /// The connection is up and admitted by the pin check.
-    mutating func connectionEstablished(_ id: ConnectionID) -> [Action] {
+    /// The connection is up and admitted by the pin check; `capacity` is how many requests it
+    /// may carry at once (1 for HTTP/1.1, the stream limit for HTTP/2).
+    mutating func connectionEstablished(_ id: ConnectionID, capacity: Int = 1) -> [Action] {
         guard let connection = connections[id], connection.state == .connecting else { return [] }
-        if let index = queue.firstIndex(where: { $0.key == connection.key }) {
+        connections[id]?.capacity = max(1, capacity)
+        if capacity > 1 { multiplexedKeys.insert(connection.key) }
+        var actions: [Action] = []
+        var active = 0
+        while active < max(1, capacity), let index = queue.firstIndex(where: { $0.key == connection.key }) {
             let waiting = queue.remove(at: index)
-            connections[id]?.state = .leased(waiting.request)
-            connections[id]?.served += 1
-            return [.execute(waiting.request, on: id, reused: false)] + balance(connection.key)
+            actions.append(.execute(waiting.request, on: id, reused: active > 0))
+            active += 1
         }
-        return park(id)
+        guard active > 0 else { return park(id) }
+        connections[id]?.state = .busy(active: active)
+        connections[id]?.served += active
+        return actions + balance(connection.key)
     }
 
     /// Connecting failed (refused, unreachable, pin check). The oldest request waiting for its
@@ -110,20 +133,33 @@ struct PinnedConnectionPoolStateMachine: Sendable {
         return actions + balance(connection.key)
     }
 
-    /// The request on `id` is done; `reusable` when the response allows keep-alive and the
-    /// body was read to its end.
+    /// A request on `id` is done; `reusable` when the connection may carry more (keep-alive
+    /// holds and the body was read to its end).
     mutating func requestFinished(on id: ConnectionID, reusable: Bool) -> [Action] {
         guard let connection = connections[id] else { return [] }
         switch connection.state {
-        case .leased where reusable:
-            if let index = queue.firstIndex(where: { $0.key == connection.key && !$0.needsFreshConnection }) {
+        case .busy(let active) where reusable:
+            var current = active - 1
+            var actions: [Action] = []
+            while current < connection.capacity,
+                  let index = queue.firstIndex(where: { $0.key == connection.key && !$0.needsFreshConnection }) {
                 let waiting = queue.remove(at: index)
-                connections[id]?.state = .leased(waiting.request)
+                current += 1
                 connections[id]?.served += 1
-                return [.execute(waiting.request, on: id, reused: true)] + balance(connection.key)
+                actions.append(.execute(waiting.request, on: id, reused: true))
             }
-            return park(id) + balance(connection.key)
-        case .leased, .retiring:
+            if current == 0 {
+                actions += park(id)
+            } else {
+                connections[id]?.state = .busy(active: current)
+            }
+            return actions + balance(connection.key)
+        case .busy(let active), .retiring(let active):
+            if active > 1 {
+                // Its other requests finish first; it takes no new one.
+                connections[id]?.state = .retiring(active: active - 1)
+                return balance(connection.key)
+            }
             connections[id] = nil
             return [.closeConnection(id)] + balance(connection.key)
         case .connecting, .idle:
@@ -152,7 +188,7 @@ struct PinnedConnectionPoolStateMachine: Sendable {
         case .idle(let newer):
             connections[id]?.timerArmed = true
             return [.scheduleIdleTimeout(id, epoch: newer)]
-        case .connecting, .leased, .retiring:
+        case .connecting, .busy, .retiring:
             return []
         }
     }
@@ -176,8 +212,8 @@ struct PinnedConnectionPoolStateMachine: Sendable {
             case .idle:
                 connections[id] = nil
                 actions.append(.closeConnection(id))
-            case .leased(let request):
-                connections[id]?.state = .retiring(request)
+            case .busy(let active):
+                connections[id]?.state = .retiring(active: active)
             case .retiring, .connecting:
                 break
             }
@@ -195,8 +231,8 @@ struct PinnedConnectionPoolStateMachine: Sendable {
             case .idle:
                 connections[id] = nil
                 actions.append(.closeConnection(id))
-            case .leased(let request):
-                connections[id]?.state = .retiring(request)
+            case .busy(let active):
+                connections[id]?.state = .retiring(active: active)
             case .connecting, .retiring:
                 break
             }
@@ -233,27 +269,33 @@ struct PinnedConnectionPoolStateMachine: Sendable {
         return [.scheduleIdleTimeout(id, epoch: epoch)]
     }
 
-    /// Serves waiting requests for `key` from idle connections, then opens connections for the
-    /// rest, within the limit (closing idle ones that only fresh-connection requests could use).
+    /// Serves waiting requests for `key` from connections with room, then opens connections for
+    /// the rest, within the limit (closing idle ones that only fresh-connection requests could use).
     private mutating func balance(_ key: Key) -> [Action] {
         var actions: [Action] = []
-        // Idle connections first, to the oldest requests that may reuse one.
+        // Connections with room first, to the oldest requests that may reuse one.
         var index = 0
         while index < queue.count {
             let waiting = queue[index]
             guard waiting.key == key, !waiting.needsFreshConnection,
-                  let idle = connections.first(where: { $0.value.key == key && Self.isIdle($0.value.state) })?.key else {
+                  let available = connections.filter({ $0.value.key == key && $0.value.hasRoom }).map(\.key).min() else {
                 index += 1
                 continue
             }
             queue.remove(at: index)
-            connections[idle]?.state = .leased(waiting.request)
-            connections[idle]?.served += 1
-            actions.append(.execute(waiting.request, on: idle, reused: true))
+            let active = Self.active(connections[available]?.state)
+            connections[available]?.state = .busy(active: active + 1)
+            connections[available]?.served += 1
+            actions.append(.execute(waiting.request, on: available, reused: true))
         }
-        let waiting = queue.filter { $0.key == key }.count
+        let waiting = queue.filter { $0.key == key }
         var connecting = connections.values.filter { $0.key == key && $0.state == .connecting }.count
-        while connecting < waiting {
+        // For an HTTP/2 server one connection carries many requests: open one at a time (and a
+        // fresh one for a retry).
+        let wanted = multiplexedKeys.contains(key)
+            ? min(waiting.count, max(1, waiting.filter(\.needsFreshConnection).count))
+            : waiting.count
+        while connecting < wanted {
             if connectionCount(for: key) >= maximumConnectionsPerKey {
                 // Make room only by closing an idle connection nobody waiting can use.
                 guard let idle = connections.filter({ $0.value.key == key && Self.isIdle($0.value.state) }).map(\.key).min() else { break }
@@ -272,5 +314,12 @@ struct PinnedConnectionPoolStateMachine: Sendable {
     private static func isIdle(_ state: ConnectionState) -> Bool {
         if case .idle = state { return true }
         return false
+    }
+
+    private static func active(_ state: ConnectionState?) -> Int {
+        switch state {
+        case .busy(let active)?, .retiring(let active)?: active
+        default: 0
+        }
     }
 }
