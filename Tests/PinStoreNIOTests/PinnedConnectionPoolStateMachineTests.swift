@@ -58,12 +58,20 @@ import Testing
         #expect(machine.connectionCount(for: a) == 1)
     }
 
-    @Test func limitCountsConnectionsStillConnecting() {
-        var machine = Machine(maximumConnectionsPerKey: 2)
+    @Test func untilTheProtocolIsKnownOneConnectionIsOpenedAtATime() {
+        var machine = Machine(maximumConnectionsPerKey: 6)
         #expect(machine.executeRequest(1, key: a) == [.createConnection(1, a)])
-        #expect(machine.executeRequest(2, key: a) == [.createConnection(2, a)])
-        #expect(machine.executeRequest(3, key: a) == [])
-        #expect(machine.waitingCount == 3)
+        #expect(machine.executeRequest(2, key: a) == [])
+        // HTTP/1.1: the waiting request gets a connection of its own.
+        #expect(machine.connectionEstablished(1) == [.execute(1, on: 1, reused: false), .createConnection(2, a)])
+    }
+
+    @Test func limitCountsConnectionsStillConnecting() {
+        var machine = machineWithIdleConnection(limit: 2)
+        #expect(machine.executeRequest(2, key: a) == [.execute(2, on: 1, reused: true)])
+        #expect(machine.executeRequest(3, key: a) == [.createConnection(2, a)])
+        #expect(machine.executeRequest(4, key: a) == [])
+        #expect(machine.waitingCount == 2)
     }
 
     @Test func nonReusableResponseClosesTheConnectionAndOpensAnotherForTheQueue() {

@@ -127,6 +127,86 @@ import Testing
         #expect(server.requests.withLock { $0 }.count == 1)
     }
 
+    // MARK: HTTP/2
+
+    static func http2Server() async throws -> TestServer {
+        try await TestServer.http2(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+    }
+
+    @Test func http2ServerCarriesConcurrentRequestsOnOneConnection() async throws {
+        let server = try await Self.http2Server()
+        defer { Task { await server.shutdown() } }
+        let session = try session(try Pins.good())
+        let url = "https://localhost:\(server.port)/hello"
+        let bodies = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<20 { group.addTask { try await text(session, url) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(bodies == Array(repeating: "hello over a pinned connection", count: 20))
+        #expect(server.connectionCount == 1)
+        #expect(server.requests.withLock { $0 }.count == 20)
+    }
+
+    @Test func http2RefusedServerReceivesNoRequestBytes() async throws {
+        let server = try await TestServer.http2(chain: ["pki/attacker-chain.pem"], key: "pki/attacker.key.pem")
+        defer { Task { await server.shutdown() } }
+        let error = await #expect(throws: URLError.self) { _ = try await text(try session(try Pins.good()), "https://localhost:\(server.port)/hello") }
+        #expect(error?.code == .serverCertificateUntrusted)
+        #expect(server.receivedBytes.withLock { $0 } == 0)
+    }
+
+    @Test func http2BodyStreamsToADelegateAndPostsCarryTheirBody() async throws {
+        let server = try await Self.http2Server()
+        defer { Task { await server.shutdown() } }
+        let delegate = CountingDelegate(delayPerPiece: .zero)
+        let session = try session(try Pins.good(), delegate: delegate)
+        session.dataTask(with: URL(string: "https://localhost:\(server.port)/stream?mib=2")!).resume()
+        for _ in 0..<250 where !delegate.counts.withLock({ $0.completed }) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(delegate.counts.withLock { $0.bytes } == 2 << 20)
+        #expect(delegate.counts.withLock { $0.completion } == nil)
+        var request = URLRequest(url: URL(string: "https://localhost:\(server.port)/echo")!)
+        request.httpMethod = "POST"
+        request.httpBody = Data("over h2".utf8)
+        let (data, _) = try await session.data(for: request)
+        #expect(String(decoding: data, as: UTF8.self) == "POST over h2")
+        #expect(server.connectionCount == 1)
+    }
+
+    @Test func http2ConnectionIsNotReusedAfterTheListStopsPinningIt() async throws {
+        let server = try await Self.http2Server()
+        defer { Task { await server.shutdown() } }
+        let (store, fetcher, directory) = try Self.storeWithStub()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        fetcher.body.withLock { $0 = try? Self.list(pinning: "pki/localhost.pem") }
+        #expect(await store.update(mode: .forced) == .ok)
+        let session = try session(store)
+        _ = try await text(session, "https://localhost:\(server.port)/hello")
+        fetcher.body.withLock { $0 = try? Self.list(pinning: "pki/rogue-leaf.pem") }
+        #expect(await store.update(mode: .forced) == .ok)
+        await #expect(throws: URLError.self) { _ = try await text(session, "https://localhost:\(server.port)/hello") }
+        #expect(server.requests.withLock { $0 }.count == 1)
+    }
+
+    /// A store without fallback pins whose downloads come from a settable stub.
+    fileprivate static func storeWithStub() throws -> (PinStore, ListStub, URL) {
+        let fetcher = ListStub()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-pool-\(UUID().uuidString)")
+        let store = try PinStore(configuration: .init(
+            serviceURL: URL(string: "https://pins.pinstore.test/list.json")!,
+            publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
+            storageDirectory: directory, requestTimeout: 5), fetcher: fetcher)
+        return (store, fetcher, directory)
+    }
+
+    /// A signed list pinning `certificate` (a PEM fixture) for localhost.
+    static func list(pinning certificate: String) throws -> Data {
+        let signer = FingerprintListSigner(privateKey: try P256PrivateKey(pem: TestResources.fixtureText("keys/list-signing.key.pem")))
+        let der = try TestResources.certificate(certificate).derRepresentation
+        return try signer.staticList([FingerprintEntry(name: "localhost", fingerprint: SHA256Digest.hash(der), expires: 4102444799)])
+    }
+
     // MARK: Pins follow the list
 
     @Test func pooledConnectionIsNotReusedAfterTheListStopsPinningIt() async throws {

@@ -82,7 +82,8 @@ final class PinnedHTTPSTransport: Sendable {
         defaults = settings
         self.group = group
         var tls = TLSConfiguration.makeClientConfiguration()
-        tls.applicationProtocols = ["http/1.1"]
+        // HTTP/2 when the server offers it, else HTTP/1.1.
+        tls.applicationProtocols = ["h2", "http/1.1"]
         // The verification callback replaces swift-nio-ssl's chain check (it evaluates against the
         // configured trust roots itself), so the context needs no trust material: loading the
         // system bundle here would cost milliseconds for nothing. `.fullVerification` stays, so

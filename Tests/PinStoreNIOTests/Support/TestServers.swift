@@ -2,6 +2,7 @@ import Foundation
 import PinStoreTestSupport
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOHTTPCompression
 import NIOPosix
 import NIOSSL
@@ -57,6 +58,41 @@ final class TestServer: Sendable {
         for child in children.withLock({ $0 }) {
             try? await child.close()
         }
+    }
+
+    /// Starts a TLS server that speaks only HTTP/2 (ALPN `h2`), each stream answered like an
+    /// HTTP/1.1 request.
+    static func http2(chain: [String], key: String) async throws -> TestServer {
+        let certificates = try chain.flatMap { try NIOSSLCertificate.fromPEMFile(TestResources.fixtures.appendingPathComponent($0).path) }
+        let privateKey = try NIOSSLPrivateKey(file: TestResources.fixtures.appendingPathComponent(key).path, format: .pem)
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) },
+                                                                     privateKey: .privateKey(privateKey))
+        configuration.applicationProtocols = ["h2"]
+        let tls = try NIOSSLContext(configuration: configuration)
+        let children = Locked<[any Channel]>([])
+        let receivedBytes = Locked(0)
+        let requests = Locked<[String]>([])
+        let streamedBytes = Locked(0)
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { child in
+                children.withLock { $0.append(child) }
+                return child.eventLoop.makeCompletedFuture {
+                    let pipeline = child.pipeline.syncOperations
+                    try pipeline.addHandler(NIOSSLServerHandler(context: tls))
+                    try pipeline.addHandler(ByteCounter(count: receivedBytes))
+                    _ = try pipeline.configureHTTP2Pipeline(mode: .server, connectionConfiguration: .init(), streamConfiguration: .init()) { stream in
+                        stream.eventLoop.makeCompletedFuture {
+                            try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
+                            try stream.pipeline.syncOperations.addHandler(Responder(requests: requests, streamedBytes: streamedBytes))
+                        }
+                    }
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        guard let port = channel.localAddress?.port else { throw TestServerError.noPort }
+        return TestServer(port: port, channel: channel, children: children, receivedBytes: receivedBytes, requests: requests,
+                          streamedBytes: streamedBytes)
     }
 
     /// Starts a plain-HTTP server (the list server of the update tests).

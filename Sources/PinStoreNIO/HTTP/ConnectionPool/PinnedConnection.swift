@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOHTTPCompression
 import NIOPosix
 import NIOSSL
@@ -12,37 +13,60 @@ import PinStore
 protocol PinnedResponseReceiver: AnyObject, Sendable {
     func receiveHead(_ head: HTTPResponseHead)
     /// A piece of the (decoded) body. Returns false to stop reading from the socket until
-    /// ``PinnedConnection/resumeReading()``: the backpressure of a slow consumer.
+    /// ``PinnedRequestControl/resumeReading``: the backpressure of a slow consumer.
     func receiveBodyPart(_ part: ByteBuffer) -> Bool
     func receiveEnd()
     /// `afterResponseBytes`: whether any byte of the response had arrived (no retry then).
     func fail(_ failure: PinnedHTTPFailure, afterResponseBytes: Bool)
 }
 
-/// One pinned TLS connection carrying HTTP/1.1 requests one after the other.
+/// Lets the pool steer one running request: resume reading after backpressure, or abort it.
+struct PinnedRequestControl: Sendable {
+    let resumeReading: @Sendable () -> Void
+    let abort: @Sendable (PinnedHTTPFailure) -> Void
+}
+
+/// One pinned TLS connection: HTTP/1.1 requests one after the other, or HTTP/2 requests as
+/// concurrent streams when the server chose `h2` through ALPN.
 ///
 /// It exists only after the handshake completed, and a handshake completes only after
 /// ``PinningTLSVerifier`` allowed the chain: no request byte ever reaches a refused server. The
 /// connection keeps the validated chain it was admitted with, so the pool can check it again
 /// when the pin list changes.
 final class PinnedConnection: Sendable {
+    /// Streams an HTTP/2 connection carries at once (swift-nio-http2 holds back streams beyond
+    /// the server's own limit until one ends).
+    static let http2Capacity = 100
+
     let id: PinnedConnectionPoolStateMachine.ConnectionID
     let key: PinnedConnectionPoolStateMachine.Key
     /// The chain the pin check admitted (DER, leaf first).
     let validatedChain: [Data]
     let channel: any Channel
-    private let handler: NIOLoopBound<PinnedConnectionHandler>
+    private let protocolKind: Negotiated
+
+    /// What ALPN settled on.
+    enum Negotiated: Sendable {
+        case http1(NIOLoopBound<PinnedConnectionHandler>)
+        case http2(NIOHTTP2Handler.StreamMultiplexer, streamEvents: Events)
+    }
+
+    /// Requests it may carry at once.
+    var capacity: Int {
+        if case .http2 = protocolKind { return Self.http2Capacity }
+        return 1
+    }
 
     private init(id: Int, key: PinnedConnectionPoolStateMachine.Key, validatedChain: [Data], channel: any Channel,
-                 handler: PinnedConnectionHandler) {
+                 negotiated: Negotiated) {
         self.id = id
         self.key = key
         self.validatedChain = validatedChain
         self.channel = channel
-        self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+        self.protocolKind = negotiated
     }
 
-    /// What the pool hears from a connection.
+    /// What the pool hears from a connection (or, for HTTP/2, from one stream).
     struct Events: Sendable {
         /// The response ended; `reusable` when keep-alive holds for it.
         var requestFinished: @Sendable (_ reusable: Bool) -> Void
@@ -51,15 +75,17 @@ final class PinnedConnection: Sendable {
     }
 
     /// Connects to `key`, runs the TLS handshake with the pin check, and succeeds with the
-    /// admitted connection; fails with a ``PinnedHTTPFailure``.
+    /// admitted connection; fails with a ``PinnedHTTPFailure``. `streamEnded` is called when an
+    /// HTTP/2 stream has closed (its slot is free again).
     static func connect(id: Int, key: PinnedConnectionPoolStateMachine.Key, verifier: PinningTLSVerifier, context: NIOSSLContext,
-                        eventLoop: any EventLoop, timeout: TimeAmount, events: Events) -> EventLoopFuture<PinnedConnection> {
+                        eventLoop: any EventLoop, timeout: TimeAmount, events: Events,
+                        streamEnded: @escaping @Sendable () -> Void) -> EventLoopFuture<PinnedConnection> {
         let decision = Locked<PinningDecision?>(nil)
-        let established = eventLoop.makePromise(of: Void.self)
+        let established = eventLoop.makePromise(of: Negotiated.self)
+        let streamEvents = Events(requestFinished: { _ in }, closed: streamEnded)
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(timeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelOption(.autoRead, value: true)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let tls = try verifier.makeClientHandler(context: context, serverHostname: key.host) { made in
@@ -67,11 +93,34 @@ final class PinnedConnection: Sendable {
                     }
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(tls)
-                    try pipeline.addHTTPClientHandlers()
-                    // Accept-Encoding: deflate, gzip unless the request names its own; the
-                    // decoded size is bounded so a compression bomb cannot exhaust memory.
-                    try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: .ratio(1_000)))
-                    try pipeline.addHandler(PinnedConnectionHandler(established: established, events: events))
+                    let watcher = EstablishmentWatcher(established: established, events: events)
+                    // Runs once the handshake (and with it the pin check) completed: the protocol
+                    // the server chose decides the rest of the pipeline.
+                    let negotiation = ApplicationProtocolNegotiationHandler { result, channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            let pipeline = channel.pipeline.syncOperations
+                            if case .negotiated("h2") = result {
+                                let multiplexer = try pipeline.configureHTTP2Pipeline(
+                                    mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
+                                ) { pushed in
+                                    // No server push: a pushed stream is closed unread.
+                                    pushed.close()
+                                }
+                                try pipeline.handler(type: EstablishmentWatcher.self).carriesHTTP2 = true
+                                established.succeed(.http2(multiplexer, streamEvents: streamEvents))
+                            } else {
+                                try pipeline.addHTTPClientHandlers()
+                                // Accept-Encoding: deflate, gzip unless the request names its own;
+                                // the decoded size is bounded so a compression bomb cannot exhaust memory.
+                                try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: .ratio(1_000)))
+                                let handler = PinnedConnectionHandler(events: events)
+                                try pipeline.addHandler(handler)
+                                established.succeed(.http1(NIOLoopBound(handler, eventLoop: channel.eventLoop)))
+                            }
+                        }
+                    }
+                    try pipeline.addHandler(negotiation)
+                    try pipeline.addHandler(watcher)
                 }
             }
         let handshakeTimeout = eventLoop.scheduleTask(in: timeout) {
@@ -82,14 +131,13 @@ final class PinnedConnection: Sendable {
             established.futureResult.flatMapError { error in
                 channel.close(promise: nil)
                 return channel.eventLoop.makeFailedFuture(error)
-            }.flatMapThrowing { () -> PinnedConnection in
+            }.flatMapThrowing { negotiated -> PinnedConnection in
                 guard case .allow(let chain)? = decision.withLock({ $0 }) else {
                     // The handshake cannot complete without an allow; refuse rather than guess.
                     channel.close(promise: nil)
                     throw PinnedHTTPFailure.setup("The TLS handshake completed without a pinning decision.")
                 }
-                let handler = try channel.pipeline.syncOperations.handler(type: PinnedConnectionHandler.self)
-                return PinnedConnection(id: id, key: key, validatedChain: chain, channel: channel, handler: handler)
+                return PinnedConnection(id: id, key: key, validatedChain: chain, channel: channel, negotiated: negotiated)
             }
         }.flatMapErrorThrowing { error in
             throw PinnedHTTPFailure.classify(error, decision: decision.withLock { $0 })
@@ -98,25 +146,51 @@ final class PinnedConnection: Sendable {
         }
     }
 
-    /// Writes the request and hands the response to `receiver`. `silenceTimeout` ends the
-    /// request when nothing arrives for that long.
-    func execute(head: HTTPRequestHead, body: ByteBuffer?, silenceTimeout: TimeAmount, receiver: any PinnedResponseReceiver) {
-        let handler = self.handler
-        channel.eventLoop.execute {
-            handler.value.execute(head: head, body: body, silenceTimeout: silenceTimeout, receiver: receiver)
+    /// Writes the request and hands the response to `receiver`; `onControl` gets the handle to
+    /// steer it (at once for HTTP/1.1, once its stream exists for HTTP/2). `silenceTimeout`
+    /// ends the request when nothing arrives for that long.
+    func execute(head: HTTPRequestHead, body: ByteBuffer?, silenceTimeout: TimeAmount, receiver: any PinnedResponseReceiver,
+                 onControl: @escaping @Sendable (PinnedRequestControl) -> Void) {
+        switch protocolKind {
+        case .http1(let handler):
+            onControl(Self.control(handler))
+            channel.eventLoop.execute {
+                handler.value.execute(head: head, body: body, silenceTimeout: silenceTimeout, receiver: receiver)
+            }
+        case .http2(let multiplexer, let streamEvents):
+            let created = channel.eventLoop.makePromise(of: (any Channel).self)
+            multiplexer.createStreamChannel(promise: created) { stream in
+                stream.eventLoop.makeCompletedFuture {
+                    let pipeline = stream.pipeline.syncOperations
+                    try pipeline.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
+                    try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: .ratio(1_000)))
+                    try pipeline.addHandler(PinnedConnectionHandler(events: streamEvents))
+                }
+            }
+            created.futureResult.whenComplete { result in
+                switch result {
+                case .success(let stream):
+                    do {
+                        let handler = NIOLoopBound(try stream.pipeline.syncOperations.handler(type: PinnedConnectionHandler.self),
+                                                   eventLoop: stream.eventLoop)
+                        onControl(Self.control(handler))
+                        handler.value.execute(head: head, body: body, silenceTimeout: silenceTimeout, receiver: receiver)
+                    } catch {
+                        stream.close(promise: nil)
+                        receiver.fail(.connectionLost("The HTTP/2 stream could not be set up: \(error)"), afterResponseBytes: false)
+                    }
+                case .failure(let error):
+                    receiver.fail(.connectionLost("No HTTP/2 stream could be opened: \(error)"), afterResponseBytes: false)
+                    streamEvents.closed()
+                }
+            }
         }
     }
 
-    /// Reading resumes after a receiver paused it.
-    func resumeReading() {
-        let handler = self.handler
-        channel.eventLoop.execute { handler.value.resumeReading() }
-    }
-
-    /// Ends the current request (if any) with `failure` and closes the connection.
-    func abort(_ failure: PinnedHTTPFailure) {
-        let handler = self.handler
-        channel.eventLoop.execute { handler.value.abort(failure) }
+    private static func control(_ handler: NIOLoopBound<PinnedConnectionHandler>) -> PinnedRequestControl {
+        PinnedRequestControl(
+            resumeReading: { handler.eventLoop.execute { handler.value.resumeReading() } },
+            abort: { failure in handler.eventLoop.execute { handler.value.abort(failure) } })
     }
 
     func close() {
@@ -124,14 +198,42 @@ final class PinnedConnection: Sendable {
     }
 }
 
-/// The connection's end of the pipeline: signals the handshake, writes one request at a time,
-/// forwards the response with backpressure, and tells the pool when it is done or closed.
-private final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
+/// Sits behind the TLS handler from the start: fails the connection attempt when the channel
+/// errs or closes before a protocol was settled, and reports the close of an HTTP/2 connection
+/// (an HTTP/1.1 connection's own handler reports that).
+private final class EstablishmentWatcher: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+
+    private let established: EventLoopPromise<PinnedConnection.Negotiated>
+    private let events: PinnedConnection.Events
+    var carriesHTTP2 = false
+
+    init(established: EventLoopPromise<PinnedConnection.Negotiated>, events: PinnedConnection.Events) {
+        self.established = established
+        self.events = events
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        established.fail(error)
+        if carriesHTTP2 { context.close(promise: nil) }
+        context.fireErrorCaught(error)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        established.fail(PinnedHTTPFailure.connectionLost("The server closed the connection during the handshake."))
+        if carriesHTTP2 { events.closed() }
+        context.fireChannelInactive()
+    }
+}
+
+/// The end of an HTTP/1.1 connection's pipeline, or of one HTTP/2 stream's: writes one request
+/// at a time, forwards the response with backpressure, and tells the pool when it is done or
+/// closed.
+final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = HTTPClientRequestPart
     typealias OutboundOut = HTTPClientRequestPart
 
-    private let established: EventLoopPromise<Void>
     private let events: PinnedConnection.Events
     private var context: ChannelHandlerContext?
 
@@ -149,8 +251,7 @@ private final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChan
     private var pendingRead = false
     private var closed = false
 
-    init(established: EventLoopPromise<Void>, events: PinnedConnection.Events) {
-        self.established = established
+    init(events: PinnedConnection.Events) {
         self.events = events
     }
 
@@ -160,14 +261,6 @@ private final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChan
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let event = event as? TLSUserEvent, case .handshakeCompleted = event {
-            // Only now: the handshake cannot complete unless the pinning verifier allowed it.
-            established.succeed(())
-        }
-        context.fireUserInboundEventTriggered(event)
     }
 
     func execute(head: HTTPRequestHead, body: ByteBuffer?, silenceTimeout: TimeAmount, receiver: any PinnedResponseReceiver) {
@@ -263,7 +356,6 @@ private final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChan
 
     func channelInactive(context: ChannelHandlerContext) {
         closed = true
-        established.fail(PinnedHTTPFailure.connectionLost("The server closed the connection during the handshake."))
         finish(with: .connectionLost("The server closed the connection before the response was complete."), context: context)
         events.closed()
         context.fireChannelInactive()

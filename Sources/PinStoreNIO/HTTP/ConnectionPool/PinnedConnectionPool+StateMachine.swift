@@ -6,8 +6,8 @@
 /// - after ``pinsChanged(revoked:)`` a revoked connection carries no further request;
 /// - at most ``maximumConnectionsPerKey`` connections per key; requests beyond wait in FIFO order;
 /// - an HTTP/1.1 connection carries one request at a time, an HTTP/2 one up to its capacity
-///   (concurrent streams); once a key is known to speak HTTP/2, one connection is opened at a
-///   time for it;
+///   (concurrent streams); until a key is known to speak HTTP/1.1, one connection at a time is
+///   opened for it;
 /// - a request that needs a fresh connection (the retry after a stale idle one) never gets a
 ///   connection that served before.
 struct PinnedConnectionPoolStateMachine: Sendable {
@@ -83,8 +83,10 @@ struct PinnedConnectionPoolStateMachine: Sendable {
     let maximumConnectionsPerKey: Int
     private var connections: [ConnectionID: Connection] = [:]
     private var queue: [Waiting] = []
-    /// Keys whose server spoke HTTP/2: one connection at a time is opened for them.
-    private var multiplexedKeys: Set<Key> = []
+    /// What each key's server spoke, once a connection to it was established: true for HTTP/2
+    /// (one connection carries many requests), false for HTTP/1.1. Until it is known, one
+    /// connection at a time is opened, so an HTTP/2 server is not sent a burst of handshakes.
+    private var multiplexing: [Key: Bool] = [:]
     private var nextConnectionID = 1
     private var nextEpoch = 1
     private var isShutDown = false
@@ -108,7 +110,7 @@ struct PinnedConnectionPoolStateMachine: Sendable {
     mutating func connectionEstablished(_ id: ConnectionID, capacity: Int = 1) -> [Action] {
         guard let connection = connections[id], connection.state == .connecting else { return [] }
         connections[id]?.capacity = max(1, capacity)
-        if capacity > 1 { multiplexedKeys.insert(connection.key) }
+        multiplexing[connection.key] = capacity > 1
         var actions: [Action] = []
         var active = 0
         while active < max(1, capacity), let index = queue.firstIndex(where: { $0.key == connection.key }) {
@@ -290,11 +292,11 @@ struct PinnedConnectionPoolStateMachine: Sendable {
         }
         let waiting = queue.filter { $0.key == key }
         var connecting = connections.values.filter { $0.key == key && $0.state == .connecting }.count
-        // For an HTTP/2 server one connection carries many requests: open one at a time (and a
-        // fresh one for a retry).
-        let wanted = multiplexedKeys.contains(key)
-            ? min(waiting.count, max(1, waiting.filter(\.needsFreshConnection).count))
-            : waiting.count
+        // For an HTTP/2 server (or one not yet known) one connection carries many requests: open
+        // one at a time (and a fresh one for a retry).
+        let wanted = multiplexing[key] == false
+            ? waiting.count
+            : min(waiting.count, max(1, waiting.filter(\.needsFreshConnection).count))
         while connecting < wanted {
             if connectionCount(for: key) >= maximumConnectionsPerKey {
                 // Make room only by closing an idle connection nobody waiting can use.

@@ -86,7 +86,7 @@ final class PinnedConnectionPool: Sendable {
 
         /// Lets a paused response read on.
         func resumeReading() {
-            request.connection.withLock { $0 }?.resumeReading()
+            request.control.withLock { $0 }?.resumeReading()
         }
     }
 
@@ -126,10 +126,12 @@ final class PinnedConnectionPool: Sendable {
     private func cancel(_ pooled: PooledRequest) {
         pooled.cancelled.withLock { $0 = true }
         guard let id = pooled.id.withLock({ $0 }) else { return }
-        if let connection = pooled.connection.withLock({ $0 }) {
-            connection.abort(.cancelled)
+        if let control = pooled.control.withLock({ $0 }) {
+            control.abort(.cancelled)
             return
         }
+        // Written or being written: its control arrives shortly and sees the cancellation.
+        if pooled.connection.withLock({ $0 }) != nil { return }
         modifyStateAndRunEffects { $0.machine.cancelRequest(id) }
     }
 
@@ -156,7 +158,7 @@ final class PinnedConnectionPool: Sendable {
                 return state.machine.connectionFailed(connection.id)
             }
             state.connections[connection.id] = connection
-            return state.machine.connectionEstablished(connection.id)
+            return state.machine.connectionEstablished(connection.id, capacity: connection.capacity)
         }
     }
 
@@ -276,7 +278,8 @@ final class PinnedConnectionPool: Sendable {
                 requestFinished: { [weak self] reusable in self?.requestFinished(on: id, reusable: reusable) },
                 closed: { [weak self] in self?.connectionClosed(id) })
             PinnedConnection.connect(id: id, key: key, verifier: verifier, context: context, eventLoop: group.next(),
-                                     timeout: timeout, events: events).whenComplete { [weak self] result in
+                                     timeout: timeout, events: events,
+                                     streamEnded: { [weak self] in self?.requestFinished(on: id, reusable: true) }).whenComplete { [weak self] result in
                 switch result {
                 case .success(let connection): self?.connectionEstablished(connection)
                 case .failure(let error): self?.connectionFailed(id, PinnedHTTPFailure.classify(error, decision: nil))
@@ -292,7 +295,10 @@ final class PinnedConnectionPool: Sendable {
             request.reused = reused
             request.pool = self
             connection.execute(head: request.request.head, body: request.request.body, silenceTimeout: request.request.timeout,
-                               receiver: request)
+                               receiver: request) { control in
+                request.control.withLock { $0 = control }
+                if request.cancelled.withLock({ $0 }) { control.abort(.cancelled) }
+            }
         case .fail(let request, let failure):
             request.receiver.fail(failure, afterResponseBytes: false)
         case .close(let connection):
@@ -316,6 +322,7 @@ private final class PooledRequest: PinnedResponseReceiver, @unchecked Sendable {
     let receiver: any PinnedResponseReceiver
     let id = Locked<Int?>(nil)
     let connection = Locked<PinnedConnection?>(nil)
+    let control = Locked<PinnedRequestControl?>(nil)
     let cancelled = Locked(false)
     var reused = false
     var retried = false
@@ -335,6 +342,7 @@ private final class PooledRequest: PinnedResponseReceiver, @unchecked Sendable {
            !cancelled.withLock({ $0 }), let pool {
             retried = true
             connection.withLock { $0 = nil }
+            control.withLock { $0 = nil }
             pool.submit(self, needsFreshConnection: true)
             return
         }
