@@ -33,7 +33,8 @@ extension URLSessionConfiguration {
     ///   changes, a pooled connection whose chain is no longer pinned for its host carries no
     ///   further request. An idempotent request on a connection the server had closed is retried
     ///   once on a new one; `Connection: close` and HTTP/1.0 responses end the connection.
-    ///   HTTP/1.1 only (no HTTP/2 yet).
+    ///   HTTP/2 when the server offers it through ALPN: requests to a host then share one
+    ///   connection as concurrent streams (no server push).
     /// - Redirects are followed inside the transport (up to 16 hops, each checked for its own
     ///   host); the delegate's `willPerformHTTPRedirection` is asked first and may stop or
     ///   change a hop.
