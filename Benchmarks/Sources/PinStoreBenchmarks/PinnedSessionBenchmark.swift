@@ -196,14 +196,19 @@ func progress(_ text: String) {
     FileHandle.standardError.write(Data("[\(Date())] \(text)\n".utf8))
 }
 
-/// The median run of `rounds` by requests/s.
-private func medianRun(_ session: URLSession, _ url: URL, count: Int, concurrency: Int, rounds: Int) async throws -> RunFigures {
-    var runs: [RunFigures] = []
+/// The median runs of `rounds` by requests/s, the two clients' rounds interleaved so that load
+/// from elsewhere on a shared machine falls on both alike.
+private func medianRuns(_ first: URLSession, _ second: URLSession, _ url: URL, count: Int, concurrency: Int,
+                        rounds: Int) async throws -> (RunFigures, RunFigures) {
+    var firstRuns: [RunFigures] = []
+    var secondRuns: [RunFigures] = []
     for _ in 0..<rounds {
-        runs.append(try await run(session, url, count: count, concurrency: concurrency))
+        firstRuns.append(try await run(first, url, count: count, concurrency: concurrency))
+        secondRuns.append(try await run(second, url, count: count, concurrency: concurrency))
     }
-    runs.sort { $0.requestsPerSecond < $1.requestsPerSecond }
-    return runs[runs.count / 2]
+    firstRuns.sort { $0.requestsPerSecond < $1.requestsPerSecond }
+    secondRuns.sort { $0.requestsPerSecond < $1.requestsPerSecond }
+    return (firstRuns[rounds / 2], secondRuns[rounds / 2])
 }
 
 func pinnedBenchmarkStore(trustSystem: Bool = false) throws -> PinStore {
@@ -285,7 +290,7 @@ private func childPeak(_ mode: String, _ url: URL, kind: String = "session-memor
 }
 
 /// Plain and pinned URLSession against nginx, as result rows.
-func pinnedSessionBenchmarkRows(rounds: Int = 5) async throws -> [Row] {
+func pinnedSessionBenchmarkRows(rounds: Int = 7) async throws -> [Row] {
     let nginx = try LoopbackNginx()
     defer { nginx.stop() }
     let trust = try SystemTrustForBenchmark()
@@ -314,14 +319,10 @@ func pinnedSessionBenchmarkRows(rounds: Int = 5) async throws -> [Row] {
     try await Task.sleep(for: .milliseconds(200))
     let pinnedHandshakes = nginx.connectionSerials().subtracting(before).count
 
-    progress("plainSequential")
-    let plainSequential = try await medianRun(plain, small, count: 300, concurrency: 1, rounds: rounds)
-    progress("pinnedSequential")
-    let pinnedSequential = try await medianRun(pinned, small, count: 300, concurrency: 1, rounds: rounds)
-    progress("plainConcurrent")
-    let plainConcurrent = try await medianRun(plain, small, count: 300, concurrency: 16, rounds: rounds)
-    progress("pinnedConcurrent")
-    let pinnedConcurrent = try await medianRun(pinned, small, count: 300, concurrency: 16, rounds: rounds)
+    progress("sequential")
+    let (plainSequential, pinnedSequential) = try await medianRuns(plain, pinned, small, count: 300, concurrency: 1, rounds: rounds)
+    progress("concurrent")
+    let (plainConcurrent, pinnedConcurrent) = try await medianRuns(plain, pinned, small, count: 300, concurrency: 16, rounds: rounds)
 
     func figures(_ run: RunFigures) -> String {
         String(format: "%.0f req/s (p50 %.2f ms, p99 %.2f ms)", run.requestsPerSecond, run.p50, run.p99)
@@ -338,10 +339,16 @@ func pinnedSessionBenchmarkRows(rounds: Int = 5) async throws -> [Row] {
                     baseline: "plain URLSession \(plainHandshakes)", ratio: "-", target: "<= 2", met: pinnedHandshakes <= 2))
 
     progress("cold")
-    // Cold: the median of 9 fresh processes each.
+    // Cold: the median of 9 fresh processes each, the two clients alternating.
+    var coldSamples: [String: [Int]] = [:]
+    for _ in 0..<9 {
+        for mode in ["plain", "pinned"] {
+            if let sample = childPeak(mode, small, kind: "session-cold")?.peak { coldSamples[mode, default: []].append(sample) }
+        }
+    }
     func cold(_ mode: String) -> Double? {
-        let samples = (0..<9).compactMap { _ in childPeak(mode, small, kind: "session-cold")?.peak }.sorted()
-        return samples.isEmpty ? nil : Double(samples[samples.count / 2]) / 1000
+        guard let samples = coldSamples[mode]?.sorted(), !samples.isEmpty else { return nil }
+        return Double(samples[samples.count / 2]) / 1000
     }
     if let pinnedCold = cold("pinned"), let plainCold = cold("plain") {
         rows.append(Row(name: "first request of a process, system trust store", value: String(format: "pinned %.1f ms", pinnedCold),

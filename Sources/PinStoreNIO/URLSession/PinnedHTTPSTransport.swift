@@ -109,20 +109,40 @@ final class PinnedHTTPSTransport: Sendable {
     /// Loads `request`, following redirects. Returns the final response and, unless `sink`
     /// streams, its whole body.
     func load(_ request: URLRequest, settings: SessionSettings, body: Data?, sink: any Sink,
-              redirectDecider: RedirectDecider? = nil) async throws -> (HTTPURLResponse, Data) {
+              redirectDecider: RedirectDecider? = nil, started: Started? = nil) async throws -> (HTTPURLResponse, Data) {
+        let started = started ?? start(request, settings: settings, body: body, sink: sink, firstHop: false)
+        let deadline = started.deadline
+        defer { deadline.finish() }
+        do {
+            return try await followRedirects(request, settings: settings, body: body, sink: sink, redirectDecider: redirectDecider,
+                                             deadline: deadline, firstHop: started.firstHop)
+        } catch let error as URLError where error.code == .cancelled && deadline.expired {
+            throw Self.urlError(.timedOut, request.url, "The resource timeout (timeoutIntervalForResource, \(settings.resourceTimeout) s) expired.")
+        }
+    }
+
+    /// A load begun on the caller's thread: its resource timer runs, and its first hop is with
+    /// the pool, so the request goes out without waiting for a task to be scheduled.
+    struct Started: Sendable {
+        let deadline: ResourceDeadline
+        let firstHop: Result<Hop, any Error>?
+    }
+
+    /// Starts the resource timer and, when `firstHop`, hands the first hop to the pool. Pass the
+    /// result to ``load(_:settings:body:sink:redirectDecider:started:)``.
+    func start(_ request: URLRequest, settings: SessionSettings, body: Data?, sink: any Sink, firstHop: Bool = true) -> Started {
         // timeoutIntervalForResource bounds the whole load, however slowly the server drips:
         // one timer on an event loop, which cancels whatever hop is running when it fires.
         let deadline = ResourceDeadline()
         if settings.resourceTimeout > 0, settings.resourceTimeout < 100 * 365 * 86_400 {
             deadline.start(on: group.next(), after: .nanoseconds(Int64(settings.resourceTimeout * 1_000_000_000)))
         }
-        defer { deadline.finish() }
-        do {
-            return try await followRedirects(request, settings: settings, body: body, sink: sink, redirectDecider: redirectDecider,
-                                             deadline: deadline)
-        } catch let error as URLError where error.code == .cancelled && deadline.expired {
-            throw Self.urlError(.timedOut, request.url, "The resource timeout (timeoutIntervalForResource, \(settings.resourceTimeout) s) expired.")
+        guard firstHop else { return Started(deadline: deadline, firstHop: nil) }
+        let hop = Result<Hop, any Error> {
+            try startHop(request, url: try Self.checkedURL(request), settings: settings, body: body ?? request.httpBody, sink: sink,
+                         deadline: deadline)
         }
+        return Started(deadline: deadline, firstHop: hop)
     }
 
     /// The resource timeout of one load: when it fires, the running hop is cancelled.
@@ -169,13 +189,20 @@ final class PinnedHTTPSTransport: Sendable {
     }
 
     private func followRedirects(_ request: URLRequest, settings: SessionSettings, body: Data?, sink: any Sink,
-                                 redirectDecider: RedirectDecider?, deadline: ResourceDeadline) async throws -> (HTTPURLResponse, Data) {
+                                 redirectDecider: RedirectDecider?, deadline: ResourceDeadline,
+                                 firstHop: Result<Hop, any Error>?) async throws -> (HTTPURLResponse, Data) {
         var current = request
         var currentBody = body ?? request.httpBody
         var hops = 0
         while true {
             let url = try Self.checkedURL(current)
-            let outcome = try await exchange(current, url: url, settings: settings, body: currentBody, sink: sink, deadline: deadline)
+            let hop: Hop
+            if hops == 0, let firstHop {
+                hop = try firstHop.get()
+            } else {
+                hop = try startHop(current, url: url, settings: settings, body: currentBody, sink: sink, deadline: deadline)
+            }
+            let outcome = try await finish(hop)
             switch outcome {
             case .redirect(let response, let next, let redirectBody):
                 hops += 1
@@ -204,33 +231,42 @@ final class PinnedHTTPSTransport: Sendable {
         }
     }
 
-    private enum Outcome {
+    fileprivate enum Outcome: @unchecked Sendable {
+        // @unchecked: HTTPURLResponse is immutable once made.
         case redirect(HTTPURLResponse, URL, Data)
         case done(HTTPURLResponse, Data)
     }
 
     /// One hop through the pool.
-    private func exchange(_ request: URLRequest, url: URL, settings: SessionSettings, body: Data?, sink: any Sink,
-                          deadline: ResourceDeadline) async throws -> Outcome {
+    /// One hop under way: the pool has the request; its outcome completes `outcome`.
+    struct Hop: Sendable {
+        fileprivate let outcome: EventLoopPromise<Outcome>
+        let ticket: PinnedConnectionPool.Ticket
+    }
+
+    /// Hands one hop to the pool, on the calling thread.
+    private func startHop(_ request: URLRequest, url: URL, settings: SessionSettings, body: Data?, sink: any Sink,
+                          deadline: ResourceDeadline) throws -> Hop {
         let target = try Self.target(of: url)
         let head = try Self.head(for: request, url: url, target: target, settings: settings, bodyLength: body?.count)
         let timeout = min(request.timeoutInterval > 0 ? request.timeoutInterval : settings.requestTimeout, settings.requestTimeout)
         let poolRequest = PinnedConnectionPool.Request(
             key: target.key, head: head, body: body.map { ByteBuffer(bytes: $0) },
             timeout: .nanoseconds(Int64(max(timeout, 0.001) * 1_000_000_000)))
-        let receiver = HopReceiver(url: url, sink: sink, settings: settings)
-        let ticket = Locked<PinnedConnectionPool.Ticket?>(nil)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Outcome, any Error>) in
-                receiver.start(continuation)
-                let made = pool.execute(poolRequest, receiver: receiver)
-                receiver.ticket.withLock { $0 = made }
-                ticket.withLock { $0 = made }
-                deadline.run(made)
-                if Task.isCancelled { made.cancel() }
-            }
+        let outcome = group.next().makePromise(of: Outcome.self)
+        let receiver = HopReceiver(url: url, sink: sink, settings: settings, outcome: outcome)
+        let ticket = pool.execute(poolRequest, receiver: receiver)
+        receiver.ticket.withLock { $0 = ticket }
+        deadline.run(ticket)
+        return Hop(outcome: outcome, ticket: ticket)
+    }
+
+    /// Waits for a hop; cancelling the waiting task cancels the hop.
+    private func finish(_ hop: Hop) async throws -> Outcome {
+        try await withTaskCancellationHandler {
+            try await hop.outcome.futureResult.get()
         } onCancel: {
-            ticket.withLock { $0 }?.cancel()
+            hop.ticket.cancel()
         }
     }
 
@@ -336,26 +372,23 @@ final class PinnedHTTPSTransport: Sendable {
     /// Receives one hop's response on the event loop: a redirect is read to its end and dropped;
     /// the final response is buffered (bounded) or streamed to the sink with backpressure.
     private final class HopReceiver: PinnedResponseReceiver, @unchecked Sendable {
-        // @unchecked: `continuation` is set before the request is submitted; everything else is
-        // touched on the connection's event loop only, one call after the other.
+        // @unchecked: its state is touched on the connection's event loop only, one call after
+        // the other (a failure before any connection comes from the pool, before that).
         let url: URL
         let sink: any Sink
         let settings: SessionSettings
         let ticket = Locked<PinnedConnectionPool.Ticket?>(nil)
-        private var continuation: CheckedContinuation<Outcome, any Error>?
+        private let outcome: EventLoopPromise<Outcome>
         private var response: HTTPURLResponse?
         private var redirect: URL?
         private var body = ByteBuffer()
         private var failed = false
 
-        init(url: URL, sink: any Sink, settings: SessionSettings) {
+        init(url: URL, sink: any Sink, settings: SessionSettings, outcome: EventLoopPromise<Outcome>) {
             self.url = url
             self.sink = sink
             self.settings = settings
-        }
-
-        func start(_ continuation: CheckedContinuation<Outcome, any Error>) {
-            self.continuation = continuation
+            self.outcome = outcome
         }
 
         func receiveHead(_ head: HTTPResponseHead) {
@@ -416,9 +449,8 @@ final class PinnedHTTPSTransport: Sendable {
         }
 
         private func resume(_ result: Result<Outcome, any Error>) {
-            guard let continuation else { return }
-            self.continuation = nil
-            continuation.resume(with: result)
+            // A promise completes once; later results are dropped.
+            outcome.completeWith(result)
         }
     }
 }

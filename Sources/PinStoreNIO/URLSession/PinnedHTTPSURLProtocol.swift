@@ -57,13 +57,27 @@ final class PinnedHTTPSURLProtocol<Slot: PinnedSessionSlot>: URLProtocol {
             : WholeSink(reporter: reporter)
         let uploadBody = introspection.uploadBody
         let decider = RedirectDelegate(task: task, session: introspection.session)?.decider
-        let work = Task {
+        // When the body is at hand, the request goes to the pool right here instead of after a
+        // task has been scheduled: one thread hop less on every request.
+        var started: PinnedHTTPSTransport.Started?
+        var readyBody: Data?
+        switch (request.httpBody, uploadBody, request.httpBodyStream) {
+        case (let body?, _, _), (nil, .data(let body)?, _):
+            readyBody = body
+            started = transport.start(request, settings: settings, body: body, sink: sink)
+        case (nil, nil, nil):
+            started = transport.start(request, settings: settings, body: nil, sink: sink)
+        default:
+            break
+        }
+        let work = Task { [started, readyBody] in
             do {
-                var body = request.httpBody
-                if body == nil {
+                var body = readyBody
+                if body == nil, started == nil {
                     body = try requestBody(of: request, upload: uploadBody)
                 }
-                let (response, data) = try await transport.load(request, settings: settings, body: body, sink: sink, redirectDecider: decider)
+                let (response, data) = try await transport.load(request, settings: settings, body: body, sink: sink,
+                                                                redirectDecider: decider, started: started)
                 sink.complete(response, data)
             } catch {
                 reporter.fail(error)
