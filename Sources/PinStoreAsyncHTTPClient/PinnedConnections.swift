@@ -172,6 +172,8 @@ final class ListChangeGate: ChannelOutboundHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        // Requests on a pooled connection make no pin check: keep the store on its schedule.
+        store.noteUse()
         if refusal == nil {
             let current = store.listGeneration
             if current != generation {

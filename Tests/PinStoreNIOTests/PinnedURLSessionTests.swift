@@ -304,13 +304,13 @@ private final class RecordingDelegate: NSObject, URLSessionDataDelegate, @unchec
     }
 
     @Test func crossOriginRedirectKeepsOnlyContentNegotiationHeaders() {
-        let next = PinnedHTTPSTransport.redirected(Self.request(), from: URL(string: "https://api.pinstore.test/a")!,
+        let next = RedirectPolicy.nextRequest(after: Self.request(), from: URL(string: "https://api.pinstore.test/a")!,
                                                    to: URL(string: "https://other.pinstore.test/b")!, status: 302)
         #expect(next.allHTTPHeaderFields ?? [:] == ["Accept": "application/json"])
     }
 
     @Test func sameOriginRedirectKeepsEveryHeader() {
-        let next = PinnedHTTPSTransport.redirected(Self.request(), from: URL(string: "https://api.pinstore.test/a")!,
+        let next = RedirectPolicy.nextRequest(after: Self.request(), from: URL(string: "https://api.pinstore.test/a")!,
                                                    to: URL(string: "https://api.pinstore.test/b")!, status: 302)
         #expect(next.value(forHTTPHeaderField: "X-API-Key") == "secret")
         #expect(next.value(forHTTPHeaderField: "Authorization") == "Bearer t")

@@ -81,6 +81,22 @@ func peakResidentBytes() -> Int {
 // MARK: - Memory mode (a child process measures one store size)
 
 let arguments = CommandLine.arguments
+#if canImport(FoundationNetworking)
+// Issue 9 (PinnedSessionBenchmark.swift): `session` runs only the pinned-URLSession benchmark;
+// `session-memory` is its child process measuring one 200 MB body.
+if arguments.count == 4, arguments[1] == "session-memory", let url = URL(string: arguments[3]) {
+    try await pinnedSessionMemoryChild(arguments[2], url)
+    exit(0)
+}
+if arguments.count == 4, arguments[1] == "session-cold", let url = URL(string: arguments[3]) {
+    try await pinnedSessionColdChild(arguments[2], url)
+    exit(0)
+}
+if arguments.count == 2, arguments[1] == "session" {
+    printTable(try await pinnedSessionBenchmarkRows())
+    exit(0)
+}
+#endif
 if arguments.count == 3, arguments[1] == "memory" {
     // The parent wrote the list; reading it is part of the baseline, building the store is not.
     let json = try Data(contentsOf: URL(fileURLWithPath: arguments[2]))
@@ -236,5 +252,13 @@ rows += try handshakeBenchmarkRows()
 
 // 7. Pinned versus unpinned AsyncHTTPClient, keep-alive (AsyncHTTPClientBenchmark.swift).
 rows += try await asyncHTTPClientBenchmarkRows()
+#if canImport(FoundationNetworking)
+// 7. The pinned URLSession against nginx, beside plain URLSession (PinnedSessionBenchmark.swift).
+do {
+    rows += try await pinnedSessionBenchmarkRows()
+} catch {
+    print("pinned URLSession benchmark skipped: \(error)")
+}
+#endif
 
 printTable(rows)

@@ -280,6 +280,15 @@ public final class PinStore: Sendable {
         state.withLock { $0.schedule.dueDate }
     }
 
+    /// Adapters that reuse connections call this for every request: a store in use follows its
+    /// schedule even when no new connection (and so no pin check) is made. A clock read and a
+    /// compare when nothing is due.
+    package func noteUse() {
+        let due = state.withLock { $0.schedule.dueDate }
+        let now = clock.now()
+        if now >= due { startScheduledUpdateIfDue(at: now) }
+    }
+
     /// Starts the shared background download when the schedule says one is due and none is
     /// under way.
     func startScheduledUpdateIfDue(at now: Date) {

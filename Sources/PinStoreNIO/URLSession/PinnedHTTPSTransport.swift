@@ -8,174 +8,334 @@ import NIOPosix
 import NIOSSL
 import PinStore
 
-/// Carries URLSession requests over ``PinnedHTTPExchange``: https only, every redirect hop
-/// through the same pinned connection setup, failures as `URLError`s.
+/// Carries URLSession requests over a ``PinnedConnectionPool``: https only, every redirect hop
+/// pinned for its own host, failures as `URLError`s.
 final class PinnedHTTPSTransport: Sendable {
     /// Redirect hops followed before failing with `URLError(.httpTooManyRedirects)` (Foundation's limit).
     static let maximumRedirects = 16
+    /// The most a response delivered whole (completion handlers, `data(from:)`) may hold:
+    /// beyond it the request fails rather than let one response exhaust memory. Delegate-based
+    /// data tasks stream and have no such limit.
+    static let maximumBufferedBodySize = 512 * 1024 * 1024
 
-    let verifier: PinningTLSVerifier
-    let context: Result<NIOSSLContext, PinnedHTTPExchange.Failure>
+    let pool: PinnedConnectionPool
     let group: any EventLoopGroup
-    /// The session configuration's `timeoutIntervalForRequest`, captured when it was made.
-    let requestTimeout: TimeInterval
+    /// The configuration values captured when `.pinned(...)` made it: used when the session's own
+    /// configuration cannot be read from the task.
+    let defaults: SessionSettings
 
-    init(verifier: PinningTLSVerifier, requestTimeout: TimeInterval, group: any EventLoopGroup) {
-        self.verifier = verifier
-        self.requestTimeout = requestTimeout
-        self.group = group
-        var configuration = TLSConfiguration.makeClientConfiguration()
-        configuration.applicationProtocols = ["http/1.1"]
-        do {
-            context = .success(try NIOSSLContext(configuration: configuration))
-        } catch {
-            context = .failure(.setup("The TLS context could not be created: \(error)"))
+    /// What a request takes from its session's configuration.
+    struct SessionSettings: @unchecked Sendable {
+        // @unchecked: HTTPCookieStorage is thread-safe but not marked Sendable.
+        var requestTimeout: TimeInterval
+        var resourceTimeout: TimeInterval
+        var additionalHeaders: [String: String]
+        var shouldSetCookies: Bool
+        var cookieStorage: HTTPCookieStorage?
+
+        init(_ configuration: URLSessionConfiguration) {
+            requestTimeout = configuration.timeoutIntervalForRequest
+            resourceTimeout = configuration.timeoutIntervalForResource
+            var headers: [String: String] = [:]
+            for (name, value) in configuration.httpAdditionalHeaders ?? [:] {
+                if let name = name as? String, let value = value as? String { headers[name] = value }
+            }
+            additionalHeaders = headers
+            shouldSetCookies = configuration.httpShouldSetCookies
+            cookieStorage = configuration.httpCookieStorage
         }
     }
 
-    /// Loads `request`, following redirects; the response carries the final URL.
-    func load(_ request: URLRequest, isUploadTask: Bool) async throws -> (HTTPURLResponse, Data) {
-        var current = request
-        if isUploadTask, current.httpBody == nil, current.httpBodyStream == nil {
-            // corelibs keeps an upload task's body where no URLProtocol can read it.
-            throw Self.urlError(.unsupportedURL, current.url,
-                                "A pinned session on Linux cannot see the body of uploadTask(with:from:); put the body in URLRequest.httpBody and use a data task.")
+    /// The settings of the session a request came from (a session's configuration never
+    /// changes, so the last one is kept; reading `URLSession.configuration` makes a copy).
+    func settings(of session: URLSession) -> SessionSettings {
+        if let cached = lastSettings.withLock({ $0.session === session ? $0.settings : nil }) {
+            return cached
         }
+        let settings = SessionSettings(session.configuration)
+        lastSettings.withLock { $0 = LastSettings(session: session, settings: settings) }
+        return settings
+    }
+
+    private struct LastSettings {
+        weak var session: URLSession?
+        var settings: SessionSettings?
+    }
+
+    private let lastSettings = Locked(LastSettings())
+
+    /// Where a response goes. Streaming sinks get the final response and its body piece by piece;
+    /// the others get everything at the end from ``load(_:settings:body:sink:)``.
+    protocol Sink: Sendable {
+        /// Whether the body is delivered in pieces as it arrives.
+        var streams: Bool { get }
+        func receive(_ response: HTTPURLResponse)
+        /// Returns false when the consumer is behind: reading pauses until `resume` is called.
+        func receive(_ data: Data, resume: @escaping @Sendable () -> Void) -> Bool
+        /// The load is done: `data` is the whole body unless the sink streams. Called as soon as
+        /// the final response ends (on the event loop, sparing a thread hop), and again by the
+        /// caller when the load returns: only the first call counts.
+        func complete(_ response: HTTPURLResponse, _ data: Data)
+    }
+
+    init(verifier: PinningTLSVerifier, settings: SessionSettings, maximumConnectionsPerHost: Int, group: any EventLoopGroup) {
+        defaults = settings
+        self.group = group
+        var tls = TLSConfiguration.makeClientConfiguration()
+        // HTTP/2 when the server offers it, else HTTP/1.1.
+        tls.applicationProtocols = ["h2", "http/1.1"]
+        // The verification callback replaces swift-nio-ssl's chain check (it evaluates against the
+        // configured trust roots itself), so the context needs no trust material: loading the
+        // system bundle here would cost milliseconds for nothing. `.fullVerification` stays, so
+        // the callback's verdict and the host name check are enforced.
+        tls.trustRoots = .certificates([])
+        tls.certificateVerification = .fullVerification
+        let context: Result<NIOSSLContext, PinnedHTTPFailure>
+        do {
+            context = .success(try NIOSSLContext(configuration: tls))
+        } catch {
+            context = .failure(.setup("The TLS context could not be created: \(error)"))
+        }
+        var poolConfiguration = PinnedConnectionPool.Configuration()
+        poolConfiguration.maximumConnectionsPerHost = max(1, maximumConnectionsPerHost)
+        pool = PinnedConnectionPool(configuration: poolConfiguration, verifier: verifier, context: context, group: group)
+    }
+
+    /// Asked before each redirect is followed, with the redirect response and the request for
+    /// the next hop; returns the request to send (changed or not), or nil to stop and deliver
+    /// the redirect response itself (URLSession's `willPerformHTTPRedirection`).
+    typealias RedirectDecider = @Sendable (HTTPURLResponse, URLRequest) async -> URLRequest?
+
+    /// Loads `request`, following redirects. Returns the final response and, unless `sink`
+    /// streams, its whole body.
+    func load(_ request: URLRequest, settings: SessionSettings, body: Data?, sink: any Sink,
+              redirectDecider: RedirectDecider? = nil, started: Started? = nil) async throws -> (HTTPURLResponse, Data) {
+        let started = started ?? start(request, settings: settings, body: body, sink: sink, firstHop: false)
+        let deadline = started.deadline
+        defer { deadline.finish() }
+        do {
+            return try await followRedirects(request, settings: settings, body: body, sink: sink, redirectDecider: redirectDecider,
+                                             deadline: deadline, firstHop: started.firstHop)
+        } catch let error as URLError where error.code == .cancelled && deadline.expired {
+            throw Self.urlError(.timedOut, request.url, "The resource timeout (timeoutIntervalForResource, \(settings.resourceTimeout) s) expired.")
+        }
+    }
+
+    /// A load begun on the caller's thread: its resource timer runs, and its first hop is with
+    /// the pool, so the request goes out without waiting for a task to be scheduled.
+    struct Started: Sendable {
+        let deadline: ResourceDeadline
+        let firstHop: Result<Hop, any Error>?
+    }
+
+    /// Starts the resource timer and, when `firstHop`, hands the first hop to the pool. Pass the
+    /// result to ``load(_:settings:body:sink:redirectDecider:started:)``.
+    func start(_ request: URLRequest, settings: SessionSettings, body: Data?, sink: any Sink, firstHop: Bool = true) -> Started {
+        // timeoutIntervalForResource bounds the whole load, however slowly the server drips:
+        // one timer on an event loop, which cancels whatever hop is running when it fires.
+        let deadline = ResourceDeadline()
+        if settings.resourceTimeout > 0, settings.resourceTimeout < 100 * 365 * 86_400 {
+            deadline.start(on: group.next(), after: .nanoseconds(Int64(settings.resourceTimeout * 1_000_000_000)))
+        }
+        guard firstHop else { return Started(deadline: deadline, firstHop: nil) }
+        let hop = Result<Hop, any Error> {
+            try startHop(request, url: try Self.checkedURL(request), settings: settings, body: body ?? request.httpBody, sink: sink,
+                         deadline: deadline)
+        }
+        return Started(deadline: deadline, firstHop: hop)
+    }
+
+    /// The resource timeout of one load: when it fires, the running hop is cancelled.
+    final class ResourceDeadline: Sendable {
+        private struct State {
+            var timer: Scheduled<Void>?
+            var expired = false
+            var finished = false
+            var running: PinnedConnectionPool.Ticket?
+        }
+
+        private let state = Locked(State())
+
+        var expired: Bool { state.withLock { $0.expired } }
+
+        func start(on eventLoop: any EventLoop, after delay: TimeAmount) {
+            let timer = eventLoop.scheduleTask(in: delay) { [self] in
+                let running = state.withLock { state -> PinnedConnectionPool.Ticket? in
+                    guard !state.finished else { return nil }
+                    state.expired = true
+                    return state.running
+                }
+                running?.cancel()
+            }
+            state.withLock { $0.timer = timer }
+        }
+
+        /// The hop now running; cancelled at once if the deadline already passed.
+        func run(_ ticket: PinnedConnectionPool.Ticket) {
+            let expired = state.withLock { state -> Bool in
+                state.running = ticket
+                return state.expired
+            }
+            if expired { ticket.cancel() }
+        }
+
+        func finish() {
+            state.withLock { state in
+                state.finished = true
+                state.running = nil
+                return state.timer
+            }?.cancel()
+        }
+    }
+
+    private func followRedirects(_ request: URLRequest, settings: SessionSettings, body: Data?, sink: any Sink,
+                                 redirectDecider: RedirectDecider?, deadline: ResourceDeadline,
+                                 firstHop: Result<Hop, any Error>?) async throws -> (HTTPURLResponse, Data) {
+        var current = request
+        var currentBody = body ?? request.httpBody
         var hops = 0
         while true {
-            let (url, response) = try await exchange(current)
-            let status = Int(response.head.status.code)
-            if [301, 302, 303, 307, 308].contains(status),
-               let location = response.head.headers.first(name: "location"),
-               let next = URL(string: location, relativeTo: url)?.absoluteURL {
+            let url = try Self.checkedURL(current)
+            let hop: Hop
+            if hops == 0, let firstHop {
+                hop = try firstHop.get()
+            } else {
+                hop = try startHop(current, url: url, settings: settings, body: currentBody, sink: sink, deadline: deadline)
+            }
+            let outcome = try await finish(hop)
+            switch outcome {
+            case .redirect(let response, let next, let redirectBody):
                 hops += 1
                 guard hops <= Self.maximumRedirects else {
                     throw Self.urlError(.httpTooManyRedirects, url, "More than \(Self.maximumRedirects) redirects.")
                 }
-                current = Self.redirected(current, from: url, to: next, status: status)
-                continue
+                var proposed = RedirectPolicy.nextRequest(after: current, from: url, to: next, status: response.statusCode)
+                if proposed.httpMethod == "GET", current.httpMethod != "GET" { currentBody = nil }
+                if let redirectDecider {
+                    guard let decided = await redirectDecider(response, proposed) else {
+                        // The delegate declined: the redirect response is the answer.
+                        if sink.streams {
+                            sink.receive(response)
+                            if !redirectBody.isEmpty { _ = sink.receive(redirectBody) {} }
+                        }
+                        return (response, redirectBody)
+                    }
+                    proposed = decided
+                }
+                // Whatever the next request is, it goes through the https check and its own
+                // host's pin check like the first one.
+                current = proposed
+            case .done(let response, let data):
+                return (response, data)
             }
-            var fields: [String: String] = [:]
-            for (name, value) in response.head.headers {
-                if let existing = fields[name] { fields[name] = existing + ", " + value } else { fields[name] = value }
-            }
-            guard let httpResponse = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields) else {
-                throw Self.urlError(.badServerResponse, url, "The response could not be represented.")
-            }
-            return (httpResponse, response.body)
         }
     }
 
-    /// One hop: refuse what is not https, then run the exchange.
-    private func exchange(_ request: URLRequest) async throws -> (URL, PinnedHTTPExchange.Response) {
-        guard let url = request.url, let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
-              let scheme = components.scheme?.lowercased(), let host = components.host, !host.isEmpty else {
-            throw Self.urlError(.badURL, request.url, "The URL has no host.")
+    fileprivate enum Outcome: @unchecked Sendable {
+        // @unchecked: HTTPURLResponse is immutable once made.
+        case redirect(HTTPURLResponse, URL, Data)
+        case done(HTTPURLResponse, Data)
+    }
+
+    /// One hop through the pool.
+    /// One hop under way: the pool has the request; its outcome completes `outcome`.
+    struct Hop: Sendable {
+        fileprivate let outcome: EventLoopPromise<Outcome>
+        let ticket: PinnedConnectionPool.Ticket
+    }
+
+    /// Hands one hop to the pool, on the calling thread.
+    private func startHop(_ request: URLRequest, url: URL, settings: SessionSettings, body: Data?, sink: any Sink,
+                          deadline: ResourceDeadline) throws -> Hop {
+        let target = try Self.target(of: url)
+        let head = try Self.head(for: request, url: url, target: target, settings: settings, bodyLength: body?.count)
+        let timeout = min(request.timeoutInterval > 0 ? request.timeoutInterval : settings.requestTimeout, settings.requestTimeout)
+        let poolRequest = PinnedConnectionPool.Request(
+            key: target.key, head: head, body: body.map { ByteBuffer(bytes: $0) },
+            timeout: .nanoseconds(Int64(max(timeout, 0.001) * 1_000_000_000)))
+        let outcome = group.next().makePromise(of: Outcome.self)
+        let receiver = HopReceiver(url: url, sink: sink, settings: settings, outcome: outcome)
+        let ticket = pool.execute(poolRequest, receiver: receiver)
+        receiver.ticket.withLock { $0 = ticket }
+        deadline.run(ticket)
+        return Hop(outcome: outcome, ticket: ticket)
+    }
+
+    /// Waits for a hop; cancelling the waiting task cancels the hop.
+    private func finish(_ hop: Hop) async throws -> Outcome {
+        try await withTaskCancellationHandler {
+            try await hop.outcome.futureResult.get()
+        } onCancel: {
+            hop.ticket.cancel()
+        }
+    }
+
+    /// The URL's scheme, host and port, refusing what is not https.
+    struct Target {
+        var key: PinnedConnectionPoolStateMachine.Key
+        var hostHeader: String
+        var uri: String
+    }
+
+    static func checkedURL(_ request: URLRequest) throws -> URL {
+        guard let url = request.url else { throw urlError(.badURL, nil, "The request has no URL.") }
+        return url
+    }
+
+    static func target(of url: URL) throws -> Target {
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+              let scheme = components.scheme?.lowercased(),
+              // The ASCII (IDNA, `xn--`) form: what DNS, SNI, the certificate and the pins use.
+              let encoded = components.encodedHost, !encoded.isEmpty else {
+            throw urlError(.badURL, url, "The URL has no host.")
         }
         guard scheme == "https" else {
             // Plain http would bypass pinning altogether: a pinned session refuses it.
-            throw Self.urlError(.appTransportSecurityRequiresSecureConnection, url,
-                                "A pinned session carries https only; \(url.absoluteString) is \(scheme). Use https, or an unpinned session for this URL.")
+            throw urlError(.appTransportSecurityRequiresSecureConnection, url,
+                           "A pinned session carries https only; \(url.absoluteString) is \(scheme). Use https, or an unpinned session for this URL.")
         }
-        let context: NIOSSLContext
-        switch self.context {
-        case .success(let made): context = made
-        case .failure(let failure): throw Self.urlError(for: failure, url: url)
-        }
+        let host = encoded.lowercased()
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         let port = components.port ?? 443
-        var headers = HTTPHeaders()
-        for (name, value) in request.allHTTPHeaderFields ?? [:] {
-            headers.add(name: name, value: value)
-        }
-        if !headers.contains(name: "host") {
-            headers.add(name: "Host", value: port == 443 ? host : "\(host):\(port)")
-        }
-        let body = try Self.body(of: request)
-        let method = HTTPMethod(rawValue: request.httpMethod ?? "GET")
-        if let body {
-            headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
-        } else if [.POST, .PUT, .PATCH].contains(method) {
-            headers.replaceOrAdd(name: "Content-Length", value: "0")
-        }
-        headers.replaceOrAdd(name: "Connection", value: "close")
         var uri = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
         if let query = components.percentEncodedQuery { uri += "?" + query }
-        let timeout = min(request.timeoutInterval > 0 ? request.timeoutInterval : requestTimeout, requestTimeout)
-        let exchangeRequest = PinnedHTTPExchange.Request(
-            host: host, port: port,
-            head: HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: headers),
-            body: body, timeout: .nanoseconds(Int64(max(timeout, 0.001) * 1_000_000_000)))
-
-        let verifier = self.verifier
-        let group = self.group
-        let running = Locked<PinnedHTTPExchange?>(nil)
-        let result: Result<PinnedHTTPExchange.Response, PinnedHTTPExchange.Failure> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let exchange = PinnedHTTPExchange.run(exchangeRequest, verifier: verifier, context: context, group: group) { result in
-                    continuation.resume(returning: result)
-                }
-                running.withLock { $0 = exchange }
-                if Task.isCancelled { exchange.cancel() }
-            }
-        } onCancel: {
-            running.withLock { $0 }?.cancel()
-        }
-        switch result {
-        case .success(let response): return (url, response)
-        case .failure(let failure): throw Self.urlError(for: failure, url: url)
-        }
+        return Target(key: .init(host: bare, port: port), hostHeader: port == 443 ? host : "\(host):\(port)", uri: uri)
     }
 
-    private static func body(of request: URLRequest) throws -> Data? {
-        if let data = request.httpBody { return data }
-        guard let stream = request.httpBodyStream else { return nil }
-        var data = Data()
-        stream.open()
-        defer { stream.close() }
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let count = stream.read(&buffer, maxLength: buffer.count)
-            if count < 0 {
-                throw urlError(.requestBodyStreamExhausted, request.url, "The request body stream failed: \(stream.streamError.map { "\($0)" } ?? "unknown error").")
-            }
-            if count == 0 { break }
-            data.append(buffer, count: count)
+    /// The request head: the caller's headers, the configuration's additional ones, cookies, and
+    /// the URL's host. A caller's `Host` naming another host is refused: SNI, the chain check
+    /// and the pin lookup all use the URL's host, so the request must go to it.
+    static func head(for request: URLRequest, url: URL, target: Target, settings: SessionSettings, bodyLength: Int?) throws -> HTTPRequestHead {
+        var headers = HTTPHeaders()
+        let own = request.allHTTPHeaderFields ?? [:]
+        for (name, value) in own where name.lowercased() != "host" {
+            headers.add(name: name, value: value)
         }
-        return data
+        if let host = own.first(where: { $0.key.lowercased() == "host" })?.value,
+           host.lowercased() != target.hostHeader, host.lowercased() != target.key.host {
+            throw urlError(.badURL, url, "The request's Host header (\(host)) names another host than its URL (\(target.hostHeader)); a pinned session checks and sends the URL's host only. Put the host in the URL.")
+        }
+        headers.add(name: "Host", value: target.hostHeader)
+        for (name, value) in settings.additionalHeaders where !headers.contains(name: name) && name.lowercased() != "host" {
+            headers.add(name: name, value: value)
+        }
+        if settings.shouldSetCookies, !headers.contains(name: "cookie"), let storage = settings.cookieStorage,
+           let cookies = storage.cookies(for: url), !cookies.isEmpty,
+           let value = HTTPCookie.requestHeaderFields(with: cookies)["Cookie"], !value.isEmpty {
+            headers.add(name: "Cookie", value: value)
+        }
+        let method = HTTPMethod(rawValue: request.httpMethod ?? "GET")
+        headers.remove(name: "Content-Length")
+        headers.remove(name: "Transfer-Encoding")
+        if let bodyLength {
+            headers.add(name: "Content-Length", value: String(bodyLength))
+        } else if [.POST, .PUT, .PATCH].contains(method) {
+            headers.add(name: "Content-Length", value: "0")
+        }
+        return HTTPRequestHead(version: .http1_1, method: method, uri: target.uri, headers: headers)
     }
 
-    /// The request for the next hop, as browsers and Foundation do it: 303 (and 301/302 after
-    /// a POST) become a GET without body; 307/308 repeat method and body. To another origin
-    /// only content-negotiation headers travel: credentials, cookies and any custom header
-    /// (an `X-API-Key`, say) stay with the origin they were meant for.
-    static func redirected(_ request: URLRequest, from: URL, to next: URL, status: Int) -> URLRequest {
-        var redirected = request
-        redirected.url = next
-        let method = request.httpMethod ?? "GET"
-        if status == 303 && method != "HEAD" || (status == 301 || status == 302) && method == "POST" {
-            redirected.httpMethod = "GET"
-            redirected.httpBody = nil
-            redirected.httpBodyStream = nil
-            redirected.setValue(nil, forHTTPHeaderField: "Content-Type")
-            redirected.setValue(nil, forHTTPHeaderField: "Content-Length")
-        }
-        redirected.setValue(nil, forHTTPHeaderField: "Host")
-        let sameOrigin = from.scheme?.lowercased() == next.scheme?.lowercased()
-            && from.host?.lowercased() == next.host?.lowercased() && from.port == next.port
-        if !sameOrigin {
-            for name in (redirected.allHTTPHeaderFields ?? [:]).keys where !crossOriginHeaders.contains(name.lowercased()) {
-                redirected.setValue(nil, forHTTPHeaderField: name)
-            }
-        }
-        return redirected
-    }
-
-    /// Headers that may follow a redirect to another origin.
-    static let crossOriginHeaders: Set<String> = [
-        "accept", "accept-language", "accept-encoding", "user-agent", "content-type", "content-length", "content-language",
-    ]
-
-    static func urlError(for failure: PinnedHTTPExchange.Failure, url: URL) -> URLError {
+    static func urlError(for failure: PinnedHTTPFailure, url: URL) -> URLError {
         switch failure {
         case .pinning(let pinning):
             return urlError(.serverCertificateUntrusted, url,
@@ -190,6 +350,11 @@ final class PinnedHTTPSTransport: Sendable {
             return urlError(.secureConnectionFailed, url, "The TLS handshake failed: \(detail)")
         case .connectionLost(let detail):
             return urlError(.networkConnectionLost, url, detail)
+        case .responseTooLarge(let limit):
+            return urlError(.dataLengthExceedsMaximum, url,
+                            "The response body is larger than \(limit) bytes, the most a pinned session buffers for a completion handler; use a delegate-based data task to receive it in pieces.")
+        case .badResponse(let detail):
+            return urlError(.badServerResponse, url, detail)
         case .setup(let detail):
             return urlError(.unknown, url, detail)
         }
@@ -202,6 +367,91 @@ final class PinnedHTTPSTransport: Sendable {
         }
         if let underlying { info[NSUnderlyingErrorKey] = underlying }
         return URLError(code, userInfo: info)
+    }
+
+    /// Receives one hop's response on the event loop: a redirect is read to its end and dropped;
+    /// the final response is buffered (bounded) or streamed to the sink with backpressure.
+    private final class HopReceiver: PinnedResponseReceiver, @unchecked Sendable {
+        // @unchecked: its state is touched on the connection's event loop only, one call after
+        // the other (a failure before any connection comes from the pool, before that).
+        let url: URL
+        let sink: any Sink
+        let settings: SessionSettings
+        let ticket = Locked<PinnedConnectionPool.Ticket?>(nil)
+        private let outcome: EventLoopPromise<Outcome>
+        private var response: HTTPURLResponse?
+        private var redirect: URL?
+        private var body = ByteBuffer()
+        private var failed = false
+
+        init(url: URL, sink: any Sink, settings: SessionSettings, outcome: EventLoopPromise<Outcome>) {
+            self.url = url
+            self.sink = sink
+            self.settings = settings
+            self.outcome = outcome
+        }
+
+        func receiveHead(_ head: HTTPResponseHead) {
+            var fields: [String: String] = [:]
+            for (name, value) in head.headers {
+                if let existing = fields[name] { fields[name] = existing + ", " + value } else { fields[name] = value }
+            }
+            let status = Int(head.status.code)
+            guard let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/\(head.version.major).\(head.version.minor)", headerFields: fields) else {
+                fail(.badResponse("The response could not be represented."), afterResponseBytes: true)
+                return
+            }
+            if settings.shouldSetCookies, let storage = settings.cookieStorage, head.headers.contains(name: "set-cookie") {
+                let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: url)
+                if !cookies.isEmpty { storage.setCookies(cookies, for: url, mainDocumentURL: nil) }
+            }
+            self.response = response
+            if [301, 302, 303, 307, 308].contains(status), let location = head.headers.first(name: "location"),
+               let next = URL(string: location, relativeTo: url)?.absoluteURL {
+                redirect = next
+            } else if sink.streams {
+                sink.receive(response)
+            }
+        }
+
+        func receiveBodyPart(_ part: ByteBuffer) -> Bool {
+            guard !failed else { return true }
+            if sink.streams, redirect == nil {
+                let ticket = self.ticket.withLock { $0 }
+                return sink.receive(Data(part.readableBytesView)) { ticket?.resumeReading() }
+            }
+            guard body.readableBytes + part.readableBytes <= PinnedHTTPSTransport.maximumBufferedBodySize else {
+                failed = true
+                let ticket = self.ticket.withLock { $0 }
+                resume(.failure(PinnedHTTPSTransport.urlError(for: .responseTooLarge(PinnedHTTPSTransport.maximumBufferedBodySize), url: url)))
+                ticket?.cancel()
+                return false
+            }
+            var part = part
+            body.writeBuffer(&part)
+            return true
+        }
+
+        func receiveEnd() {
+            guard let response else { return }
+            if let redirect {
+                resume(.success(.redirect(response, redirect, Data(body.readableBytesView))))
+            } else {
+                let data = Data(body.readableBytesView)
+                sink.complete(response, data)
+                resume(.success(.done(response, data)))
+            }
+        }
+
+        func fail(_ failure: PinnedHTTPFailure, afterResponseBytes: Bool) {
+            failed = true
+            resume(.failure(PinnedHTTPSTransport.urlError(for: failure, url: url)))
+        }
+
+        private func resume(_ result: Result<Outcome, any Error>) {
+            // A promise completes once; later results are dropped.
+            outcome.completeWith(result)
+        }
     }
 }
 #endif

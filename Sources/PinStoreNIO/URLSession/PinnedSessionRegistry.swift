@@ -16,6 +16,7 @@ enum PinnedSessionRegistry {
         let updateOnEmpty: Bool
         let updateOnMismatch: Bool
         let requestTimeout: TimeInterval
+        let maximumConnectionsPerHost: Int
     }
 
     private struct Entries {
@@ -38,7 +39,7 @@ enum PinnedSessionRegistry {
 
     static func transport(at slot: Int) -> PinnedHTTPSTransport? {
         entries.withLock { entries in
-            (1...entries.transports.count).contains(slot) ? entries.transports[slot - 1] : nil
+            entries.transports.indices.contains(slot - 1) ? entries.transports[slot - 1] : nil
         }
     }
 

@@ -27,19 +27,34 @@ extension URLSessionConfiguration {
     ///   `URLError(.appTransportSecurityRequiresSecureConnection)`; plain http would skip pinning.
     ///   FoundationNetworking's built-in transports are removed from the configuration, so web
     ///   socket (`ws:`/`wss:`), `ftp:` and `data:` tasks fail instead of running unpinned.
-    /// - Redirects are followed inside the transport (corelibs cannot re-issue them through a
-    ///   protocol), up to 16 hops, each hop on a new connection checked for its own host; the
-    ///   delegate's `willPerformHTTPRedirection` is not consulted.
-    /// - One connection per request (`Connection: close`), on the shared
-    ///   `MultiThreadedEventLoopGroup.singleton`; no connection is reused.
-    /// - Timeouts: the smaller of `timeoutIntervalForRequest` (as configured now) and the
-    ///   request's `timeoutInterval`, for connecting and for each silence on the connection.
-    /// - Responses are delivered whole (status, headers, body) when complete; no caching,
-    ///   cookie storage or content decoding (no `Accept-Encoding` is sent unless you set one).
-    /// - Making a pinned configuration again for the same store, trust roots, update options
-    ///   and request timeout reuses the first one's transport (and logger): make sessions freely.
-    /// - The body of `uploadTask(with:from:)` is invisible to protocols on Linux: send bodies
-    ///   with `URLRequest.httpBody` (or `httpBodyStream`) on data tasks.
+    /// - Keep-alive: connections are pooled per host and port, at most
+    ///   `httpMaximumConnectionsPerHost` each (requests beyond wait in order), closed after 60 s
+    ///   idle. A connection serves only the host it was checked for, and when the store's list
+    ///   changes, a pooled connection whose chain is no longer pinned for its host carries no
+    ///   further request. An idempotent request on a connection the server had closed is retried
+    ///   once on a new one; `Connection: close` and HTTP/1.0 responses end the connection.
+    ///   HTTP/2 when the server offers it through ALPN: requests to a host then share one
+    ///   connection as concurrent streams (no server push).
+    /// - Redirects are followed inside the transport (up to 16 hops, each checked for its own
+    ///   host); the delegate's `willPerformHTTPRedirection` is asked first and may stop or
+    ///   change a hop.
+    /// - Bodies: a delegate-based data task gets the body in pieces as it arrives, with
+    ///   backpressure; completion handlers and `data(from:)` get it whole, up to 512 MiB
+    ///   (`URLError(.dataLengthExceedsMaximum)` beyond). gzip and deflate are decoded
+    ///   (`Accept-Encoding: deflate, gzip` is sent unless the request names its own).
+    /// - The session's `httpAdditionalHeaders`, cookies (`httpShouldSetCookies`,
+    ///   `httpCookieStorage`), `timeoutIntervalForRequest` (connecting and each silence) and
+    ///   `timeoutIntervalForResource` (the whole load) apply. A `Host` header naming another
+    ///   host than the URL is refused; internationalized host names go out in their ASCII
+    ///   (`xn--`) form, which is also what pins are matched on.
+    /// - Uploads (`upload(for:from:)`, `upload(for:fromFile:)`, upload tasks) work. Download
+    ///   tasks and `download(from:)` fail at once with `URLError(.unsupportedURL)`:
+    ///   FoundationNetworking lets only its own protocols hand over a downloaded file. Use a
+    ///   delegate-based data task and write the pieces to a file.
+    /// - No caching. Runs on the shared `MultiThreadedEventLoopGroup.singleton`.
+    /// - Making a pinned configuration again for the same store, trust roots, `updateOnEmpty`,
+    ///   request timeout and connection limit reuses the first one's transport and pool (and
+    ///   logger): make sessions freely.
     ///
     /// - Parameters:
     ///   - store: The pins.
@@ -60,12 +75,14 @@ extension URLSessionConfiguration {
             includesSystemStore: trustRoots.includesSystemStore,
             updateOnEmpty: updateOnEmpty,
             updateOnMismatch: updateOnMismatch,
-            requestTimeout: configuration.timeoutIntervalForRequest)
+            requestTimeout: configuration.timeoutIntervalForRequest,
+            maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost)
         let slot = PinnedSessionRegistry.slot(for: key) {
             PinnedHTTPSTransport(
                 verifier: PinningTLSVerifier(store: store, trustRoots: trustRoots, updateOnEmpty: updateOnEmpty,
                                              updateOnMismatch: updateOnMismatch, logger: logger),
-                requestTimeout: configuration.timeoutIntervalForRequest,
+                settings: PinnedHTTPSTransport.SessionSettings(configuration),
+                maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
                 group: MultiThreadedEventLoopGroup.singleton)
         }
         let pinnedClass: AnyClass = PinnedSessionRegistry.protocolClass(forSlot: slot)

@@ -1,0 +1,353 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+import PinStore
+
+/// Keep-alive connections for one pinning configuration, keyed by host and port.
+///
+/// The decisions live in ``PinnedConnectionPoolStateMachine``; this class holds it under a lock,
+/// turns its actions into effects while still under the lock, and runs them after
+/// (`modifyStateAndRunEffects`). Every connection in the pool was admitted by the pin check for
+/// the host it serves; when the store's list changes, connections whose kept chain is no longer
+/// pinned for their host are retired before any further request is written to them.
+final class PinnedConnectionPool: Sendable {
+    typealias Key = PinnedConnectionPoolStateMachine.Key
+
+    /// Limits and timeouts.
+    struct Configuration: Sendable {
+        /// Connections per host and port (URLSession's `httpMaximumConnectionsPerHost`).
+        var maximumConnectionsPerHost = 6
+        /// An idle connection closes after this long.
+        var idleTimeout: TimeAmount = .seconds(60)
+    }
+
+    /// One request as the pool carries it.
+    struct Request: Sendable {
+        var key: Key
+        var head: HTTPRequestHead
+        var body: ByteBuffer?
+        /// Connecting, the handshake, and each silence while waiting for the response.
+        var timeout: TimeAmount
+        /// Whether the method may be repeated (GET, HEAD, PUT, DELETE, OPTIONS, TRACE).
+        var isIdempotent: Bool { [.GET, .HEAD, .PUT, .DELETE, .OPTIONS, .TRACE].contains(head.method) }
+    }
+
+    private struct State {
+        var machine: PinnedConnectionPoolStateMachine
+        var requests: [Int: PooledRequest] = [:]
+        var connections: [Int: PinnedConnection] = [:]
+        var connectFailures: [Int: PinnedHTTPFailure] = [:]
+        var nextRequestID = 1
+        /// The store's list generation the established connections were last checked against.
+        var checkedGeneration: UInt64
+    }
+
+    let configuration: Configuration
+    private let verifier: PinningTLSVerifier
+    private let context: Result<NIOSSLContext, PinnedHTTPFailure>
+    private let group: any EventLoopGroup
+    private let state: Locked<State>
+    private let listChangeToken = Locked<UInt64?>(nil)
+
+    private var store: PinStore { verifier.evaluator.store }
+
+    init(configuration: Configuration, verifier: PinningTLSVerifier, context: Result<NIOSSLContext, PinnedHTTPFailure>,
+         group: any EventLoopGroup) {
+        self.configuration = configuration
+        self.verifier = verifier
+        self.context = context
+        self.group = group
+        self.state = Locked(State(machine: PinnedConnectionPoolStateMachine(maximumConnectionsPerKey: configuration.maximumConnectionsPerHost),
+                                  checkedGeneration: verifier.evaluator.store.listGeneration))
+        let token = verifier.evaluator.store.addListChangeHandler { [weak self] in
+            self?.pinsChanged()
+        }
+        listChangeToken.withLock { $0 = token }
+    }
+
+    deinit {
+        if let token = listChangeToken.withLock({ $0 }) {
+            store.removeListChangeHandler(token)
+        }
+    }
+
+    /// A handle on a submitted request.
+    struct Ticket: Sendable {
+        fileprivate let request: PooledRequest
+        fileprivate let pool: PinnedConnectionPool
+
+        /// Ends the request: a waiting one fails at once, a running one is aborted (its
+        /// connection closes, since its state is unknown).
+        func cancel() {
+            pool.cancel(request)
+        }
+
+        /// Lets a paused response read on.
+        func resumeReading() {
+            request.control.withLock { $0 }?.resumeReading()
+        }
+    }
+
+    /// Submits `request`; `receiver` hears the response (or the failure). A request on a reused
+    /// connection that the server had closed is retried once on a fresh connection when
+    /// idempotent.
+    func execute(_ request: Request, receiver: any PinnedResponseReceiver) -> Ticket {
+        // A request on a pooled connection makes no pin check: keep the store on its schedule.
+        store.noteUse()
+        let pooled = PooledRequest(request: request, receiver: receiver)
+        submit(pooled, needsFreshConnection: false)
+        return Ticket(request: pooled, pool: self)
+    }
+
+    /// Closes idle connections and fails waiting requests; busy connections close when done.
+    func shutDown() {
+        modifyStateAndRunEffects { $0.machine.shutDown() }
+    }
+
+    /// Connections open or opening for `key` (for tests).
+    func connectionCount(for key: Key) -> Int {
+        state.withLock { $0.machine.connectionCount(for: key) }
+    }
+
+    // MARK: Events
+
+    fileprivate func submit(_ pooled: PooledRequest, needsFreshConnection: Bool) {
+        modifyStateAndRunEffects { state in
+            var actions = recheckPinsIfListChanged(&state)
+            let id = state.nextRequestID
+            state.nextRequestID += 1
+            pooled.id.withLock { $0 = id }
+            state.requests[id] = pooled
+            actions += state.machine.executeRequest(id, key: pooled.request.key, needsFreshConnection: needsFreshConnection)
+            return actions
+        }
+    }
+
+    private func cancel(_ pooled: PooledRequest) {
+        pooled.cancelled.withLock { $0 = true }
+        guard let id = pooled.id.withLock({ $0 }) else { return }
+        if let control = pooled.control.withLock({ $0 }) {
+            control.abort(.cancelled)
+            return
+        }
+        // Written or being written: its control arrives shortly and sees the cancellation.
+        if pooled.connection.withLock({ $0 }) != nil { return }
+        modifyStateAndRunEffects { $0.machine.cancelRequest(id) }
+    }
+
+    private func pinsChanged() {
+        modifyStateAndRunEffects { state in
+            var actions = recheckPinsIfListChanged(&state)
+            // The handler may run after a lease already saw the new generation; check anyway.
+            if actions.isEmpty { actions = recheckPins(&state) }
+            return actions
+        }
+    }
+
+    private func connectionEstablished(_ connection: PinnedConnection) {
+        modifyStateAndRunEffects { state in
+            let generation = store.listGeneration
+            if generation != state.checkedGeneration, !stillPinned(connection) {
+                // Admitted under a list that has changed since, and no longer pinned: refuse it as
+                // the pin check would now.
+                verifier.logger.debug("new connection no longer pinned after a list change; closed", metadata: [
+                    "pinstore.host": "\(connection.key.host)",
+                ])
+                connection.close()
+                state.connectFailures[connection.id] = .pinning(PinningFailure(host: connection.key.host, reason: .pinMismatch))
+                return state.machine.connectionFailed(connection.id)
+            }
+            state.connections[connection.id] = connection
+            return state.machine.connectionEstablished(connection.id, capacity: connection.capacity)
+        }
+    }
+
+    private func connectionFailed(_ id: Int, _ failure: PinnedHTTPFailure) {
+        modifyStateAndRunEffects { state in
+            state.connectFailures[id] = failure
+            return state.machine.connectionFailed(id)
+        }
+    }
+
+    private func requestFinished(on id: Int, reusable: Bool) {
+        modifyStateAndRunEffects { $0.machine.requestFinished(on: id, reusable: reusable) }
+    }
+
+    private func connectionClosed(_ id: Int) {
+        modifyStateAndRunEffects { state in
+            let actions = state.machine.connectionClosed(id)
+            if state.machine.key(of: id) == nil { state.connections[id] = nil }
+            return actions
+        }
+    }
+
+    private func idleTimeoutFired(_ id: Int, epoch: Int) {
+        modifyStateAndRunEffects { $0.machine.idleTimeoutFired(id, epoch: epoch) }
+    }
+
+    // MARK: Pins
+
+    private func recheckPinsIfListChanged(_ state: inout State) -> [PinnedConnectionPoolStateMachine.Action] {
+        guard store.listGeneration != state.checkedGeneration else { return [] }
+        return recheckPins(&state)
+    }
+
+    private func recheckPins(_ state: inout State) -> [PinnedConnectionPoolStateMachine.Action] {
+        state.checkedGeneration = store.listGeneration
+        var revoked = Set<Int>()
+        for id in state.machine.establishedConnections {
+            if let connection = state.connections[id], !stillPinned(connection) {
+                revoked.insert(id)
+            }
+        }
+        guard !revoked.isEmpty else { return [] }
+        // Debug: the next request to the host is refused or served by a new connection, and
+        // that decision is reported on its own.
+        verifier.logger.debug("pooled connections no longer pinned after a list change are retired", metadata: [
+            "pinstore.connections.revoked": "\(revoked.count)",
+            "pinstore.list.generation": "\(state.checkedGeneration)",
+        ])
+        return state.machine.pinsChanged(revoked: revoked)
+    }
+
+    /// Whether the chain `connection` was admitted with is still pinned for its host.
+    private func stillPinned(_ connection: PinnedConnection) -> Bool {
+        store.validate(commonName: connection.key.host, certificateChain: connection.validatedChain) == .trusted
+    }
+
+    // MARK: Running actions
+
+    private enum Effect {
+        case create(Int, Key, timeout: TimeAmount)
+        case execute(PooledRequest, PinnedConnection, reused: Bool)
+        case fail(PooledRequest, PinnedHTTPFailure)
+        case close(PinnedConnection?)
+        case scheduleIdleTimeout(PinnedConnection, epoch: Int)
+    }
+
+    /// Changes the state under the lock, turns the actions into effects there, runs them after.
+    private func modifyStateAndRunEffects(_ body: (inout State) -> [PinnedConnectionPoolStateMachine.Action]) {
+        let effects: [Effect] = state.withLock { state in
+            let actions = body(&state)
+            return actions.compactMap { action -> Effect? in
+                switch action {
+                case .createConnection(let id, let key):
+                    // The first request waiting for the key sets the timeout.
+                    let timeout = state.requests.values.first { $0.request.key == key }?.request.timeout ?? .seconds(60)
+                    return .create(id, key, timeout: timeout)
+                case .execute(let requestID, let connectionID, let reused):
+                    guard let request = state.requests.removeValue(forKey: requestID) else { return nil }
+                    guard let connection = state.connections[connectionID] else {
+                        // Cannot happen while the machine and the table agree; fail rather than hang.
+                        return .fail(request, .connectionLost("The pooled connection was gone before the request was written."))
+                    }
+                    request.connection.withLock { $0 = connection }
+                    return .execute(request, connection, reused: reused)
+                case .failRequest(let requestID, let reason):
+                    guard let request = state.requests.removeValue(forKey: requestID) else { return nil }
+                    switch reason {
+                    case .cancelled: return .fail(request, .cancelled)
+                    case .shutDown: return .fail(request, .cancelled)
+                    case .connectionFailed(let id):
+                        return .fail(request, state.connectFailures.removeValue(forKey: id) ?? .connectionLost("The connection failed."))
+                    }
+                case .closeConnection(let id):
+                    return .close(state.connections.removeValue(forKey: id))
+                case .scheduleIdleTimeout(let id, let epoch):
+                    guard let connection = state.connections[id] else { return nil }
+                    return .scheduleIdleTimeout(connection, epoch: epoch)
+                }
+            }
+        }
+        for effect in effects {
+            run(effect)
+        }
+    }
+
+    private func run(_ effect: Effect) {
+        switch effect {
+        case .create(let id, let key, let timeout):
+            let context: NIOSSLContext
+            switch self.context {
+            case .success(let made): context = made
+            case .failure(let failure):
+                connectionFailed(id, failure)
+                return
+            }
+            let events = PinnedConnection.Events(
+                requestFinished: { [weak self] reusable in self?.requestFinished(on: id, reusable: reusable) },
+                closed: { [weak self] in self?.connectionClosed(id) })
+            PinnedConnection.connect(id: id, key: key, verifier: verifier, context: context, eventLoop: group.next(),
+                                     timeout: timeout, events: events,
+                                     streamEnded: { [weak self] in self?.requestFinished(on: id, reusable: true) }).whenComplete { [weak self] result in
+                switch result {
+                case .success(let connection): self?.connectionEstablished(connection)
+                case .failure(let error): self?.connectionFailed(id, PinnedHTTPFailure.classify(error, decision: nil))
+                }
+            }
+        case .execute(let request, let connection, let reused):
+            if request.cancelled.withLock({ $0 }) {
+                // Cancelled while the lease was being made: the connection's state is still clean.
+                request.receiver.fail(.cancelled, afterResponseBytes: false)
+                requestFinished(on: connection.id, reusable: true)
+                return
+            }
+            request.reused = reused
+            request.pool = self
+            connection.execute(head: request.request.head, body: request.request.body, silenceTimeout: request.request.timeout,
+                               receiver: request) { control in
+                request.control.withLock { $0 = control }
+                if request.cancelled.withLock({ $0 }) { control.abort(.cancelled) }
+            }
+        case .fail(let request, let failure):
+            request.receiver.fail(failure, afterResponseBytes: false)
+        case .close(let connection):
+            connection?.close()
+        case .scheduleIdleTimeout(let connection, let epoch):
+            let timeout = configuration.idleTimeout
+            connection.channel.eventLoop.scheduleTask(in: timeout) { [weak self] in
+                self?.idleTimeoutFired(connection.id, epoch: epoch)
+            }
+        }
+    }
+}
+
+/// A request inside the pool: forwards the response to the caller's receiver, and retries once
+/// on a fresh connection when a reused one turns out closed before any response byte.
+private final class PooledRequest: PinnedResponseReceiver, @unchecked Sendable {
+    // @unchecked: `request` and `receiver` are immutable; `reused`, `retried` and `pool` are
+    // set before the request is written and read on that connection's event loop only; the rest
+    // is locked.
+    let request: PinnedConnectionPool.Request
+    let receiver: any PinnedResponseReceiver
+    let id = Locked<Int?>(nil)
+    let connection = Locked<PinnedConnection?>(nil)
+    let control = Locked<PinnedRequestControl?>(nil)
+    let cancelled = Locked(false)
+    var reused = false
+    var retried = false
+    weak var pool: PinnedConnectionPool?
+
+    init(request: PinnedConnectionPool.Request, receiver: any PinnedResponseReceiver) {
+        self.request = request
+        self.receiver = receiver
+    }
+
+    func receiveHead(_ head: HTTPResponseHead) { receiver.receiveHead(head) }
+    func receiveBodyPart(_ part: ByteBuffer) -> Bool { receiver.receiveBodyPart(part) }
+    func receiveEnd() { receiver.receiveEnd() }
+
+    func fail(_ failure: PinnedHTTPFailure, afterResponseBytes: Bool) {
+        if case .connectionLost = failure, reused, !retried, !afterResponseBytes, request.isIdempotent,
+           !cancelled.withLock({ $0 }), let pool {
+            retried = true
+            connection.withLock { $0 = nil }
+            control.withLock { $0 = nil }
+            pool.submit(self, needsFreshConnection: true)
+            return
+        }
+        receiver.fail(failure, afterResponseBytes: afterResponseBytes)
+    }
+}
