@@ -219,11 +219,16 @@ check_leaf wrong-host     wrong.pinstore.test DNS:wrong.pinstore.test "$INT" "$F
 check_leaf self-signed    localhost "$LH" localhost "$FROM" "$TO" "$P256"
 check_leaf attacker       localhost "$LH" "$INT" "$FROM" "$TO" "$P256"
 check_leaf localhost-next localhost "$LH" "$INT" "$FROM" "$TO" "$P256"
+check_leaf localhost-renewed localhost "$LH" "$INT" "Jun  1 00:00:00 2025 GMT" "$TO" "$P256"
 check_leaf rogue-leaf     localhost "$LH" "PinStore Rogue Root CA (untrusted)" "$FROM" "$TO" "$P256"
 check_leaf leaf-signed-by-leaf localhost "$LH" localhost "$FROM" "$TO" "$P256"
 field api-rsa -ext keyUsage | grep -q 'Key Encipherment' && ok || fail "api-rsa lacks keyEncipherment"
 [[ $(field attacker -pubkey) != "$(field localhost -pubkey)" ]] && ok || fail "attacker shares localhost's key"
 [[ $(field localhost-next -pubkey) != "$(field localhost -pubkey)" ]] && ok || fail "localhost-next shares localhost's key"
+[[ $(field localhost-renewed -pubkey) == "$(field localhost -pubkey)" ]] && ok || fail "localhost-renewed does not share localhost's key"
+[[ $(field localhost-renewed -fingerprint -sha256) != "$(field localhost -fingerprint -sha256)" ]] && ok || fail "localhost-renewed is localhost.pem itself"
+same "verify localhost-other-ca.pem under other-intermediate-ca" \
+  "$(verify $PKI/localhost-other-ca.pem $PKI/other-intermediate-ca.pem)" OK
 same "leaf-signed-by-leaf AKI = localhost SKI" \
   "$(field leaf-signed-by-leaf -ext authorityKeyIdentifier | tail -n 1 | tr -d ' ')" \
   "$(field localhost -ext subjectKeyIdentifier | tail -n 1 | tr -d ' ')"

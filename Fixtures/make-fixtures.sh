@@ -95,10 +95,12 @@ new_key() { # out.key.pem keytype(p256|p384|rsa2048)
 # Issues pki/NAME.pem (and a new pki/NAME.key.pem) with `openssl ca`.
 # ISSUER is "self" for a self-signed certificate, or the name of a
 # certificate already in pki/ whose key signs this one.
+# With KEY_FROM=OTHER set, the key of pki/OTHER.pem is reused (a renewal with
+# the same key) instead of a new one.
 issue() { # name cn san issuer start end keytype extensions-section
   local name=$1 cn=$2 san=$3 issuer=$4 start=$5 end=$6 keytype=$7 ext=$8
   local key=$PKI/$name.key.pem csr=$WORK/$name.csr
-  new_key "$key" "$keytype"
+  if [[ -n ${KEY_FROM:-} ]]; then cp "$PKI/$KEY_FROM.key.pem" "$key"; else new_key "$key" "$keytype"; fi
   quiet openssl req -config "$CNF" -new -key "$key" -subj "/CN=$cn" -out "$csr"
   local signer=(-selfsign -keyfile "$key")
   if [[ $issuer != self ]]; then
@@ -109,7 +111,11 @@ issue() { # name cn san issuer start end keytype extensions-section
     -in "$csr" -out "$PKI/$name.pem"
   local what="$keytype, CN=$cn${san:+, SAN $san}, $ext, valid $start..$end"
   note "$PKI/$name.pem" "$what, issued by ${issuer/#self/itself} (\`openssl ca\`)"
-  note "$key" "private key (PKCS#8 PEM, $keytype) of $name.pem (\`openssl genpkey\`)"
+  if [[ -n ${KEY_FROM:-} ]]; then
+    note "$key" "private key of $name.pem: a copy of $KEY_FROM.key.pem (the same key)"
+  else
+    note "$key" "private key (PKCS#8 PEM, $keytype) of $name.pem (\`openssl genpkey\`)"
+  fi
 }
 
 issue_root() { # name cn
@@ -216,6 +222,13 @@ issue_leaf attacker      localhost         "$LOCALHOST_SAN"       $I "$VALID_FRO
 # or only after (emergency) the server switches to it.
 issue_leaf localhost-next localhost        "$LOCALHOST_SAN"       $I "$VALID_FROM" "$VALID_TO" p256
 
+# Pin policies: localhost renewed with the same key (a leaf SPKI pin keeps
+# matching, a certificate pin does not), and localhost under a second trusted
+# intermediate (a CA identity on intermediate-ca refuses it).
+KEY_FROM=localhost issue_leaf localhost-renewed localhost "$LOCALHOST_SAN" $I 20250601000000Z "$VALID_TO" p256
+issue_intermediate other-intermediate-ca "PinStore Test Other Intermediate CA" root-ca
+issue_leaf localhost-other-ca localhost "$LOCALHOST_SAN" other-intermediate-ca "$VALID_FROM" "$VALID_TO" p256
+
 # "Unknown issuer": a second root the tests never trust, and a leaf under it.
 issue_root rogue-root-ca "PinStore Rogue Root CA (untrusted)"
 issue_leaf rogue-leaf    localhost "$LOCALHOST_SAN" rogue-root-ca "$VALID_FROM" "$VALID_TO" p256
@@ -229,6 +242,8 @@ concat_pem api-p256-chain.pem  "chain leaf first" api-p256.pem  intermediate-ca.
 concat_pem api-rsa-chain.pem   "chain leaf first" api-rsa.pem   intermediate-ca.pem
 concat_pem attacker-chain.pem  "chain leaf first" attacker.pem  intermediate-ca.pem
 concat_pem localhost-next-chain.pem "chain leaf first" localhost-next.pem intermediate-ca.pem
+concat_pem localhost-renewed-chain.pem "chain leaf first" localhost-renewed.pem intermediate-ca.pem
+concat_pem localhost-other-ca-chain.pem "chain leaf first" localhost-other-ca.pem other-intermediate-ca.pem
 concat_pem bundle.pem "three certificates" root-ca.pem intermediate-ca.pem localhost.pem
 
 der_copy localhost
