@@ -85,6 +85,8 @@ public final class PinStore: Sendable {
     let file: PersistentListFile
     /// The configuration's fallback pins, consulted after the downloaded ones.
     let fallbackIndex: PinIndex
+    /// The configuration's static policies and deny pins (Policies/).
+    let staticPins: StaticPins
     let expectedNames: Set<String>?
     let state: Locked<State>
     let observers = Locked(PinStoreObservers())
@@ -139,7 +141,7 @@ public final class PinStore: Sendable {
     /// Creates a store with an injected clock (tests of expiry and scheduling).
     package init(configuration: Configuration, fetcher: any FingerprintListFetcher, clock: any PinStoreClock,
                  logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil) throws(PinStoreError) {
-        let (publicKey, fallback) = try configuration.validated()
+        let (publicKey, fallback, staticPins) = try configuration.validated()
         var kept = configuration
         kept.fallbackData = nil
         self.configuration = kept
@@ -148,6 +150,7 @@ public final class PinStore: Sendable {
         self.fetcher = fetcher
         self.verifier = ListSignatureVerifier(publicKey: publicKey)
         self.fallbackIndex = PinIndex(entries: fallback)
+        self.staticPins = staticPins
         self.metrics = PinStoreMetrics(identifier: configuration.identifier, factory: metricsFactory ?? MetricsSystem.factory)
         self.expectedNames = configuration.expectedCommonNames.map { Set($0.map(HostName.normalized)) }
         // A store file is at most a list body in Base64 plus a little.
@@ -156,6 +159,7 @@ public final class PinStore: Sendable {
                                   schedule: RefreshSchedule(listDue: .distantPast, periodicInterval: configuration.periodicUpdateInterval),
                                   inFlight: nil))
         loadPersistedList()
+        warnAboutExpiredPolicies()
     }
 
     // MARK: - Validation
@@ -164,7 +168,18 @@ public final class PinStore: Sendable {
     ///
     /// Only leaf pins (`depth` 0) can match a lone fingerprint; use
     /// ``validate(commonName:certificateChain:)`` for lists that pin issuers.
+    ///
+    /// A lone fingerprint cannot show a public key: with ``Configuration/deniedPublicKeys`` set
+    /// this answers `.untrusted`, and static policies count only through their certificate pins
+    /// at depth 0 (use the chain form for key pins).
     public func validate(commonName: String, fingerprint: Data) -> ValidationResult {
+        if _slowPath(!staticPins.isEmpty) { return validateWithPolicies(commonName: commonName, fingerprint: fingerprint) }
+        return validateListFingerprint(commonName: commonName, fingerprint: fingerprint)
+    }
+
+    /// The fingerprint form against the signed list and the fallback only.
+    @inline(__always)
+    func validateListFingerprint(commonName: String, fingerprint: Data) -> ValidationResult {
         // A fingerprint that is not 32 bytes can match nothing, but the name may still have pins.
         let digest = Digest32(fingerprint)
         return validate(commonName: commonName) { pin in
@@ -174,8 +189,15 @@ public final class PinStore: Sendable {
     }
 
     /// Whether the certificate `certificateData` (DER) is pinned for host `commonName`.
+    ///
+    /// With static policies or deny pins configured, the certificate is checked as a chain of
+    /// one: leaf key pins can match it, CA pins cannot, and deny pins refuse it (keys above the
+    /// leaf cannot be seen).
     public func validate(commonName: String, certificateData: Data) -> ValidationResult {
-        validate(commonName: commonName, fingerprint: SHA256Digest.hash(certificateData))
+        if _slowPath(!staticPins.isEmpty) {
+            return staticPins.denied.isEmpty ? validateWithPolicies(commonName: commonName, certificateChain: [certificateData]) : .untrusted
+        }
+        return validate(commonName: commonName, fingerprint: SHA256Digest.hash(certificateData))
     }
 
     /// Whether the chain a server presented (DER, leaf first) is pinned for `commonName`:
@@ -183,7 +205,16 @@ public final class PinStore: Sendable {
     ///
     /// The chain should be the one the normal trust evaluation validated, so an issuer pin
     /// matches only a certificate that really issued the leaf.
+    ///
+    /// Static policies and deny pins (``Configuration/policies``) are checked here too, with the
+    /// same rule as ``PinningEvaluator``.
     public func validate(commonName: String, certificateChain: [Data]) -> ValidationResult {
+        if !staticPins.isEmpty { return validateWithPolicies(commonName: commonName, certificateChain: certificateChain) }
+        return validateAgainstList(commonName: commonName, certificateChain: certificateChain)
+    }
+
+    /// The chain form against the signed list and the fallback only.
+    func validateAgainstList(commonName: String, certificateChain: [Data]) -> ValidationResult {
         var fingerprints = [Digest32?](repeating: nil, count: certificateChain.count)
         return validate(commonName: commonName) { pin in
             guard pin.depth < certificateChain.count else { return false }
@@ -540,6 +571,7 @@ public final class PinStore: Sendable {
         let stored = state.withLock { $0.stored }
         let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
         metrics.validPins.record((stored?.index.validPinCount(at: seconds) ?? 0) + fallbackIndex.validPinCount(at: seconds))
+        if !staticPins.policies.isEmpty { metrics.expiredPolicies.record(staticPins.expiredPolicies(at: seconds).count) }
         if let updatedAt = stored?.updatedAt {
             metrics.listAge.record(max(0, now.timeIntervalSince1970 - updatedAt))
         }
