@@ -44,8 +44,9 @@ mkdir -p "$WORK/newcerts"
 export FIXTURE_CA_DIR=$WORK
 export LEAF_SAN="DNS:unused.invalid"
 
-rm -rf "$PKI" "$KEYS" "$LISTS"
-mkdir -p "$PKI" "$KEYS" "$LISTS"
+POLICIES=$FIXTURES/policies
+rm -rf "$PKI" "$KEYS" "$LISTS" "$POLICIES"
+mkdir -p "$PKI" "$KEYS" "$LISTS" "$POLICIES"
 
 # ---------------------------------------------------------------- helpers --
 
@@ -431,6 +432,148 @@ note "$LISTS/challenge-other-challenge.sig" "signature over challenge-other.txt 
 
 sign_challenge "$OK" "$CHALLENGE" "$LISTS/challenge-good.json" "$LISTS/challenge-wrong-key.sig"
 note "$LISTS/challenge-wrong-key.sig" "signature over challenge.txt + \"&\" + challenge-good.json with keys/other-signing.key.pem, no newline"
+
+# ======================================================= Fixtures/policies ==
+# Pin configurations as apps ship them (Apple Info.plist NSPinnedDomains,
+# Android network_security_config.xml), pinning keys of pki/, plus malformed
+# ones. Written by write_policy_fixtures so they can be made alone.
+
+# Base64 of SHA-256 over the certificate's SubjectPublicKeyInfo DER.
+spki() { # cert.pem
+  openssl x509 -in "$1" -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | b64
+}
+
+write_policy_fixtures() {
+  start_readme "$POLICIES" "Fixtures/policies: pin configurations to import"
+  local leaf next ca root
+  leaf=$(spki "$PKI/localhost.pem"); next=$(spki "$PKI/localhost-next.pem")
+  ca=$(spki "$PKI/intermediate-ca.pem"); root=$(spki "$PKI/root-ca.pem")
+
+  cat >"$POLICIES/Info.plist" <<PLIST
+<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+	<key>CFBundleDevelopmentRegion</key>
+	<string>\$(DEVELOPMENT_LANGUAGE)</string>
+	<key>CFBundleExecutable</key>
+	<string>\$(EXECUTABLE_NAME)</string>
+	<key>CFBundleIdentifier</key>
+	<string>test.pinstore.app</string>
+	<key>CFBundleShortVersionString</key>
+	<string>1.0</string>
+	<key>NSAppTransportSecurity</key>
+	<dict>
+		<key>NSPinnedDomains</key>
+		<dict>
+			<key>localhost</key>
+			<dict>
+				<key>NSPinnedLeafIdentities</key>
+				<array>
+					<dict>
+						<key>SPKI-SHA256-BASE64</key>
+						<string>$leaf</string>
+					</dict>
+					<dict>
+						<key>SPKI-SHA256-BASE64</key>
+						<string>$next</string>
+					</dict>
+				</array>
+			</dict>
+			<key>pinstore.test</key>
+			<dict>
+				<key>NSIncludesSubdomains</key>
+				<true/>
+				<key>NSPinnedCAIdentities</key>
+				<array>
+					<dict>
+						<key>SPKI-SHA256-BASE64</key>
+						<string>$ca</string>
+					</dict>
+					<dict>
+						<key>SPKI-SHA256-BASE64</key>
+						<string>$root</string>
+					</dict>
+				</array>
+			</dict>
+			<key>127.0.0.1</key>
+			<dict>
+				<key>NSPinnedCAIdentities</key>
+				<array>
+					<dict>
+						<key>SPKI-SHA256-BASE64</key>
+						<string>$ca</string>
+					</dict>
+				</array>
+				<key>NSPinnedLeafIdentities</key>
+				<array>
+					<dict>
+						<key>SPKI-SHA256-BASE64</key>
+						<string>$leaf</string>
+					</dict>
+				</array>
+			</dict>
+		</dict>
+	</dict>
+	<key>UILaunchStoryboardName</key>
+	<string>LaunchScreen</string>
+</dict>
+</plist>
+PLIST
+  note "$POLICIES/Info.plist" "an app's Info.plist: localhost pinned by the leaf keys of localhost.pem and localhost-next.pem; pinstore.test and subdomains by the keys of intermediate-ca.pem and root-ca.pem; 127.0.0.1 by localhost.pem's leaf key AND intermediate-ca.pem's CA key"
+  sed "s|<string>$next</string>|<string>not-base64!!</string>|" "$POLICIES/Info.plist" >"$POLICIES/Info-bad-digest.plist"
+  note "$POLICIES/Info-bad-digest.plist" "Info.plist with localhost's second leaf identity replaced by \"not-base64!!\""
+  sed "s|<key>NSPinnedCAIdentities</key>|<key>NSPinnedCAIdentity</key>|" "$POLICIES/Info.plist" >"$POLICIES/Info-misspelled-key.plist"
+  note "$POLICIES/Info-misspelled-key.plist" "Info.plist with NSPinnedCAIdentities misspelled NSPinnedCAIdentity"
+  head -c 700 "$POLICIES/Info.plist" >"$POLICIES/Info-truncated.plist"
+  note "$POLICIES/Info-truncated.plist" "the first 700 bytes of Info.plist (not a property list)"
+
+  cat >"$POLICIES/network_security_config.xml" <<XML
+<?xml version="1.0" encoding="utf-8"?>
+<!-- res/xml/network_security_config.xml, referenced from AndroidManifest.xml -->
+<network-security-config>
+    <base-config cleartextTrafficPermitted="false">
+        <trust-anchors>
+            <certificates src="system" />
+        </trust-anchors>
+    </base-config>
+    <domain-config>
+        <domain includeSubdomains="false">localhost</domain>
+        <pin-set expiration="2099-01-01">
+            <pin digest="SHA-256">$leaf</pin>
+            <!-- backup pin -->
+            <pin digest="SHA-256">$next</pin>
+        </pin-set>
+    </domain-config>
+    <domain-config cleartextTrafficPermitted="false">
+        <domain includeSubdomains="true">pinstore.test</domain>
+        <pin-set>
+            <pin digest="SHA-256">$ca</pin>
+            <pin digest="SHA-256">$root</pin>
+        </pin-set>
+        <domain-config>
+            <domain>api.pinstore.test</domain>
+            <trust-anchors>
+                <certificates src="@raw/extra_ca" />
+            </trust-anchors>
+        </domain-config>
+    </domain-config>
+    <debug-overrides>
+        <trust-anchors>
+            <certificates src="user" />
+        </trust-anchors>
+    </debug-overrides>
+</network-security-config>
+XML
+  note "$POLICIES/network_security_config.xml" "an Android config: localhost pinned to the keys of localhost.pem and localhost-next.pem until 2099-01-01; pinstore.test with subdomains to intermediate-ca.pem and root-ca.pem; api.pinstore.test nested, inheriting that pin-set"
+  sed 's|<pin digest="SHA-256">'"$next"'|<pin digest="SHA-1">'"$next"'|' "$POLICIES/network_security_config.xml" >"$POLICIES/network_security_config-sha1.xml"
+  note "$POLICIES/network_security_config-sha1.xml" "the config with localhost's backup pin as digest=\"SHA-1\" (line 14)"
+  sed 's|expiration="2099-01-01"|expiration="01/01/2099"|' "$POLICIES/network_security_config.xml" >"$POLICIES/network_security_config-bad-expiration.xml"
+  note "$POLICIES/network_security_config-bad-expiration.xml" "the config with expiration=\"01/01/2099\" (line 11)"
+  sed 's|</pin-set>|</pinset>|' "$POLICIES/network_security_config.xml" >"$POLICIES/network_security_config-malformed.xml"
+  note "$POLICIES/network_security_config-malformed.xml" "the config with </pin-set> written </pinset> (not well-formed XML)"
+}
+write_policy_fixtures
 
 # Test keys protect nothing; readable keys keep tests working under any user.
 chmod 644 "$PKI"/*.key.pem "$KEYS"/*.key.pem

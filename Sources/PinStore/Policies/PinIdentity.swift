@@ -108,6 +108,14 @@ struct CompiledIdentity: Sendable {
         }
     }
 
+    /// Whether the pin is about the leaf only (Apple's leaf category).
+    var isLeafPin: Bool {
+        switch identity.kind {
+        case .certificate(.some(0)), .leafKey, .key(0): true
+        default: false
+        }
+    }
+
     /// Whether the leaf alone can prove a match (for adapters that see only the leaf): nil when
     /// the pin is about a certificate above the leaf, or may be (then it needs the chain).
     func matchesLeaf(fingerprint: Digest32, key: Digest32) -> Bool? {

@@ -36,13 +36,20 @@ public struct PinPolicy: Sendable, Hashable {
     public var pins: [PinIdentity]
     /// When the policy stops enforcing; nil (the default) for never.
     public var expiration: Date?
+    /// Apple's rule for a domain listing both `NSPinnedLeafIdentities` and `NSPinnedCAIdentities`:
+    /// the chain must match a leaf pin **and** a CA pin (one of each kind the policy has), not
+    /// just any one pin. Default false (one matching pin is enough). The policy as a whole still
+    /// combines with the list and other policies by the one rule (any that admits the chain).
+    public var requiresMatchInEachCategory: Bool
 
     /// Creates a policy.
-    public init(domain: String, includesSubdomains: Bool = false, pins: [PinIdentity], expiration: Date? = nil) {
+    public init(domain: String, includesSubdomains: Bool = false, pins: [PinIdentity], expiration: Date? = nil,
+                requiresMatchInEachCategory: Bool = false) {
         self.domain = domain
         self.includesSubdomains = includesSubdomains
         self.pins = pins
         self.expiration = expiration
+        self.requiresMatchInEachCategory = requiresMatchInEachCategory
     }
 }
 
@@ -68,6 +75,21 @@ struct CompiledPolicy: Sendable {
         self.policy = policy
         self.identities = identities
         self.expires = policy.expiration.map { Int64($0.timeIntervalSince1970.rounded(.down)) } ?? .max
+    }
+
+    /// Whether the policy admits the chain: one matching pin, or with
+    /// ``PinPolicy/requiresMatchInEachCategory`` one per category (leaf pins, pins above the leaf).
+    func admits(_ chain: ValidatedChain) -> Bool {
+        guard policy.requiresMatchInEachCategory else { return identities.contains { $0.matches(chain) } }
+        let leaf = identities.filter(\.isLeafPin)
+        let above = identities.filter { !$0.isLeafPin }
+        return (leaf.isEmpty || leaf.contains { $0.matches(chain) }) && (above.isEmpty || above.contains { $0.matches(chain) })
+    }
+
+    /// Whether only the chain (not the leaf alone) can prove this policy: a match in the CA
+    /// category is required.
+    var needsChainForEveryMatch: Bool {
+        policy.requiresMatchInEachCategory && identities.contains { !$0.isLeafPin }
     }
 }
 

@@ -24,7 +24,7 @@ extension PinStore {
         if list == .trusted { return .trusted }
         let now = Int64(clock.now().timeIntervalSince1970.rounded(.down))
         let (applying, expired) = staticPins.policies(for: host, now: now)
-        for policy in applying where policy.identities.contains(where: { $0.matches(chain) }) { return .trusted }
+        for policy in applying where policy.admits(chain) { return .trusted }
         if list == .untrusted || !applying.isEmpty { return .mismatch }
         return expired.isEmpty ? .noPins : .expiredPoliciesOnly
     }

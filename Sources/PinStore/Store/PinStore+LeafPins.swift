@@ -82,15 +82,16 @@ extension PinStore {
         var issuerOnly: String?
         // Downloaded and fallback pins together, and the static policies: a name's pins are
         // those of every source (a policy on an exact name or address joins that name's entry).
-        var covered: [(name: String, pins: [PinIndex.Pin], policyPins: [CompiledIdentity])] = []
+        var covered: [(name: String, pins: [PinIndex.Pin], policyPins: [CompiledIdentity], needsChain: Bool)] = []
         var position: [String: Int] = [:]
-        func add(_ name: String, pins: [PinIndex.Pin], policyPins: [CompiledIdentity]) {
+        func add(_ name: String, pins: [PinIndex.Pin], policyPins: [CompiledIdentity], needsChain: Bool = false) {
             if let at = position[name] {
                 covered[at].pins += pins
                 covered[at].policyPins += policyPins
+                covered[at].needsChain = covered[at].needsChain || needsChain
             } else {
                 position[name] = covered.count
-                covered.append((name, pins, policyPins))
+                covered.append((name, pins, policyPins, needsChain))
             }
         }
         for index in [stored, fallbackIndex].compactMap({ $0 }) {
@@ -99,9 +100,9 @@ extension PinStore {
         for policy in staticPins.policies where names.all.contains(where: { policy.pattern.mayMatch(leafName: $0) }) {
             guard now < policy.expires else { coveredExpiredPolicy = true; continue }
             let name = policy.pattern.kind == .exact || policy.pattern.kind == .address ? policy.pattern.base : HostName.normalized(policy.policy.domain)
-            add(name, pins: [], policyPins: policy.identities)
+            add(name, pins: [], policyPins: policy.identities, needsChain: policy.needsChainForEveryMatch)
         }
-        for (name, pins, policyPins) in covered {
+        for (name, pins, policyPins, needsChain) in covered {
             var hasLeafPin = false
             var hasIssuerPin = false
             var matched = false
@@ -115,7 +116,8 @@ extension PinStore {
                 }
             }
             for identity in policyPins {
-                switch leafKey.flatMap({ identity.matchesLeaf(fingerprint: fingerprint, key: $0) }) {
+                // A policy that needs a CA match as well as a leaf match cannot be proved here.
+                switch needsChain ? nil : leafKey.flatMap({ identity.matchesLeaf(fingerprint: fingerprint, key: $0) }) {
                 case true?: hasLeafPin = true; matched = true
                 case false?: hasLeafPin = true
                 case nil: hasIssuerPin = true   // a CA key, or a pin above the leaf: needs the chain
