@@ -53,6 +53,14 @@ public struct PinPolicy: Sendable, Hashable {
     }
 }
 
+extension PinPolicy {
+    /// Checks the policy as ``PinStore/init(configuration:logger:)`` will (domain pattern,
+    /// digests, backup pin), for tools that show a configuration before it is used.
+    public func check() throws(PinStoreError) {
+        _ = try CompiledPolicy(self)
+    }
+}
+
 /// A ``PinPolicy`` checked once, when the store is made.
 struct CompiledPolicy: Sendable {
     let policy: PinPolicy
