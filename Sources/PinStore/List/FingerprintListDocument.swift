@@ -51,12 +51,21 @@ struct FingerprintListDocument: Sendable {
             guard (0...16).contains(depth) else {
                 throw PinStoreError(.invalidListData, "\(position): depth \(depth) is not a chain position (0 = leaf ... 16).")
             }
-            let key = "\(item.name.lowercased())|\(item.fingerprint)|\(depth)"
+            let kind: FingerprintEntry.Kind
+            switch item.pin {
+            case nil: kind = .certificate
+            case let value?:
+                guard let known = FingerprintEntry.Kind(rawValue: value), known != .certificate else {
+                    throw PinStoreError(.invalidListData, "\(position): pin \(String(reflecting: value)) is neither \"spki\" nor \"ca-spki\".")
+                }
+                kind = known
+            }
+            let key = "\(item.name.lowercased())|\(item.fingerprint)|\(depth)|\(kind.rawValue)"
             guard seen.insert(key).inserted else {
                 throw PinStoreError(.invalidListData, "\(position): the same name and fingerprint appear twice; the list is ambiguous about their expiry.")
             }
             entries.append(SignedEntry(
-                entry: FingerprintEntry(name: item.name, fingerprint: fingerprint, expires: item.expires, depth: depth),
+                entry: FingerprintEntry(name: item.name, fingerprint: fingerprint, expires: item.expires, depth: depth, kind: kind),
                 signature: item.signature))
         }
         if let timestamp = wire.timestamp, timestamp < 0 {
@@ -74,6 +83,8 @@ struct FingerprintListDocument: Sendable {
             let expires: Int64
             let signature: String?
             let depth: Int?
+            /// Absent (a certificate pin), `"spki"` or `"ca-spki"`: see ``FingerprintEntry/Kind``.
+            let pin: String?
         }
         let fingerprints: [Item]
         let timestamp: Int64?

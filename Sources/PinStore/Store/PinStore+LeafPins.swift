@@ -107,7 +107,11 @@ extension PinStore {
             var hasIssuerPin = false
             var matched = false
             for pin in pins where now < pin.expires {
-                if pin.depth == 0 {
+                if pin.depth == PinIndex.keyDepthBase {
+                    // A list key pin on the leaf.
+                    hasLeafPin = true
+                    if let leafKey, pin.fingerprint.constantTimeEquals(leafKey) { matched = true }
+                } else if pin.depth == 0 {
                     hasLeafPin = true
                     // Every pin is compared, matched or not: the time does not depend on which one matches.
                     if pin.fingerprint.constantTimeEquals(fingerprint) { matched = true }

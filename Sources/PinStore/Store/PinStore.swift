@@ -188,6 +188,37 @@ public final class PinStore: Sendable {
         }
     }
 
+    /// Whether the leaf public key whose SubjectPublicKeyInfo has SHA-256 `publicKeySHA256` is
+    /// pinned for `commonName`: by a list key pin on the leaf (`"pin": "spki"`, depth 0) or a
+    /// static policy's leaf key pin (``PinIdentity/leafKey(spkiSHA256Base64:)``, a key pin at
+    /// depth 0, or ``PinIdentity/anyKey(spkiSHA256Base64:)``).
+    ///
+    /// A key alone cannot prove certificate pins or CA pins (a host with only those is
+    /// `.untrusted`), nor that no denied key is above the leaf: with
+    /// ``Configuration/deniedPublicKeys`` set this answers `.untrusted`.
+    public func validate(commonName: String, publicKeySHA256: Data) -> ValidationResult {
+        guard staticPins.denied.isEmpty else { return .untrusted }
+        let digest = Digest32(publicKeySHA256)
+        let list = validate(commonName: commonName) { pin in
+            guard let digest else { return false }
+            return pin.depth == PinIndex.keyDepthBase && pin.fingerprint.constantTimeEquals(digest)
+        }
+        guard list != .trusted, !staticPins.policies.isEmpty, let host = HostName.lookupKey(commonName) else { return list }
+        if let expectedNames, !expectedNames.contains(host) { return .untrusted }
+        let applying = staticPins.policies(for: host, now: Int64(clock.now().timeIntervalSince1970.rounded(.down))).applying
+        if let digest {
+            for policy in applying where !policy.needsChainForEveryMatch {
+                for identity in policy.identities where identity.digest.constantTimeEquals(digest) {
+                    switch identity.identity.kind {
+                    case .leafKey, .key(0), .anyKey: return .trusted
+                    default: continue
+                    }
+                }
+            }
+        }
+        return list == .untrusted || !applying.isEmpty ? .untrusted : .empty
+    }
+
     /// Whether the certificate `certificateData` (DER) is pinned for host `commonName`.
     ///
     /// With static policies or deny pins configured, the certificate is checked as a chain of
@@ -216,7 +247,14 @@ public final class PinStore: Sendable {
     /// The chain form against the signed list and the fallback only.
     func validateAgainstList(commonName: String, certificateChain: [Data]) -> ValidationResult {
         var fingerprints = [Digest32?](repeating: nil, count: certificateChain.count)
+        var keys: [Digest32]?
         return validate(commonName: commonName) { pin in
+            if pin.isKeyPin {
+                // Key pins from a list (`"pin": "spki"`): the chain's SPKI digests, read once.
+                let chainKeys = keys ?? ValidatedChain(validated: certificateChain)?.keys ?? []
+                keys = chainKeys
+                return PinIndex.keyPin(pin, matches: chainKeys)
+            }
             guard pin.depth < certificateChain.count else { return false }
             let digest: Digest32?
             if let cached = fingerprints[pin.depth] {
@@ -452,7 +490,15 @@ public final class PinStore: Sendable {
             // must not become a rollback floor (a forged huge value would refuse every later list).
             let signedTimestamp = try verifier.verifyWholeList(body: persisted.body, document: document,
                                                                required: configuration.requireListSignature)
-            return VerifiedList(persisted: persisted, entries: entries, timestamp: signedTimestamp)
+            // Key pins (`"pin": "spki"` / `"ca-spki"`) only where a signature covers that member.
+            // A per-entry signature covers `name&fingerprint&expires` only, so whoever answers the
+            // unsigned list request could otherwise turn a certificate pin into a key pin, or a
+            // leaf key pin into a CA key pin that any certificate above the leaf may satisfy:
+            // trust widened by a field nobody signed. Without a whole-list signature such
+            // entries are dropped (never read as certificate pins either); a list with one has
+            // every member covered.
+            let covered = signedTimestamp != nil ? entries : entries.filter { $0.kind == .certificate }
+            return VerifiedList(persisted: persisted, entries: covered, timestamp: signedTimestamp)
         case .challenge:
             // The signature covers the body: check it before parsing anything.
             try verifier.verifyChallenge(body: persisted.body, challenge: persisted.challenge ?? "", signatureHeader: persisted.signature)
