@@ -40,3 +40,37 @@ import Testing
         #expect(result.stdout.contains("backup pin"))
     }
 }
+
+/// `pinstore sign --spki/--ca` and `pinstore fingerprint --spki/--ca`.
+@Suite struct KeyPinCommandTests {
+    static let keyPath = TestResources.fixturePath("keys/list-signing.key.pem")
+
+    @Test func signSpkiWritesALeafKeyPinUnderAWholeListSignature() async throws {
+        let result = try await PinstoreBinary.run(["sign", "--key", Self.keyPath, "--spki", "--cert", TestResources.fixturePath("pki/localhost.pem")])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("\"fingerprint\": \"\(try PoliciesCommandTests.spki("localhost"))\""))
+        #expect(result.stdout.contains("\"pin\": \"spki\""))
+        #expect(result.stdout.contains("\"listSignature\""))
+    }
+
+    @Test func signCaWritesACAKeyPinForTheName() async throws {
+        let result = try await PinstoreBinary.run(["sign", "--key", Self.keyPath, "--ca", TestResources.fixturePath("pki/intermediate-ca.pem"),
+                                                   "--name", "api.pinstore.test"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("\"name\": \"api.pinstore.test\", \"fingerprint\": \"\(try PoliciesCommandTests.spki("intermediate-ca"))\""))
+        #expect(result.stdout.contains("\"pin\": \"ca-spki\""))
+    }
+
+    @Test func keyPinsWithoutAWholeListSignatureAreRefused() async throws {
+        let result = try await PinstoreBinary.run(["sign", "--key", Self.keyPath, "--spki", "--no-list-signature",
+                                                   "--cert", TestResources.fixturePath("pki/localhost.pem")])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("whole-list signature"))
+    }
+
+    @Test func fingerprintSpkiCaPrintsTheCAIdentitiesOnly() async throws {
+        let result = try await PinstoreBinary.run(["fingerprint", TestResources.fixturePath("pki/localhost-chain.pem"), "--spki", "--ca"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "sha256/\(try PoliciesCommandTests.spki("intermediate-ca")) CN=PinStore Test Intermediate CA\n")
+    }
+}
