@@ -91,7 +91,8 @@ public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible
         return summary + "\n" + details
     }
 
-    private var summary: String {
+    /// ``description`` without ``details``: one line, for tables and one-line logs.
+    public var summary: String {
         switch reason {
         case .chainNotTrusted(let error):
             return "\(host): the certificate chain is not trusted (\(error.reason.rawValue) at depth \(error.depth): \(error.detail)). "
