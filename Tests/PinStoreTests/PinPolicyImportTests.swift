@@ -62,6 +62,12 @@ import Testing
         #expect(error?.location.hasSuffix(".NSPinnedCAIdentity") == true)
     }
 
+    @Test func anInfoPlistWithoutPinnedDomainsIsRefusedAsPinningNothing() throws {
+        let plist = try PropertyListSerialization.data(fromPropertyList: ["CFBundleIdentifier": "test.pinstore.app"], format: .xml, options: 0)
+        let error = Self.importError { try PinPolicyImport.infoPlist(plist) }
+        #expect(error?.location == "NSAppTransportSecurity.NSPinnedDomains")
+    }
+
     @Test func aTruncatedPlistIsRefused() throws {
         #expect(Self.importError { try Self.plist("Info-truncated.plist") }?.location == "plist")
     }

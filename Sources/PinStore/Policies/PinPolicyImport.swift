@@ -55,9 +55,12 @@ public enum PinPolicyImport {
             domainsValue = ats["NSPinnedDomains"]
         } else if let pinned = top["NSPinnedDomains"] {
             domainsValue = pinned
-        } else {
-            domainsValue = top.isEmpty ? nil : top
+        } else if !top.isEmpty, top.values.allSatisfy({ $0 is [String: Any] }) {
+            // The NSPinnedDomains dictionary itself (domain -> settings).
+            domainsValue = top
             path = "NSPinnedDomains"
+        } else {
+            domainsValue = nil
         }
         guard let domainsValue else {
             throw PinPolicyImportError(location: path, reason: "missing: the file pins nothing")
