@@ -254,6 +254,19 @@ same "bundle.pem" "$(cat $PKI/bundle.pem)" "$(cat $PKI/root-ca.pem $PKI/intermed
 same "bundle-with-junk.pem blocks" "$(sed -n '/-----BEGIN/,/-----END/p' $PKI/bundle-with-junk.pem)" "$(cat $PKI/bundle.pem)"
 [[ $(grep -vc -e '-----' -e '^[A-Za-z0-9+/=]*$' $PKI/bundle-with-junk.pem) -gt 10 ]] && ok || fail "bundle-with-junk.pem has no junk"
 
+# -------------------------------------------------------------- policies --
+POLICIES=policies
+spki_of() { openssl x509 -in "$PKI/$1.pem" -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | base64 | tr -d '\n'; }
+for c in localhost localhost-next intermediate-ca root-ca; do
+  grep -q "<string>$(spki_of $c)</string>" $POLICIES/Info.plist && ok || fail "Info.plist lacks the SPKI digest of $c"
+  grep -q ">$(spki_of $c)</pin>" $POLICIES/network_security_config.xml && ok || fail "network_security_config.xml lacks the SPKI digest of $c"
+done
+same "localhost-renewed-chain.pem" "$(cat $PKI/localhost-renewed-chain.pem)" "$(cat $PKI/localhost-renewed.pem $PKI/intermediate-ca.pem)"
+same "localhost-other-ca-chain.pem" "$(cat $PKI/localhost-other-ca-chain.pem)" "$(cat $PKI/localhost-other-ca.pem $PKI/other-intermediate-ca.pem)"
+grep -q 'digest="SHA-1"' $POLICIES/network_security_config-sha1.xml && ok || fail "network_security_config-sha1.xml has no SHA-1 pin"
+grep -q '</pinset>' $POLICIES/network_security_config-malformed.xml && ok || fail "network_security_config-malformed.xml is not malformed"
+grep -q 'not-base64!!' $POLICIES/Info-bad-digest.plist && ok || fail "Info-bad-digest.plist has no bad digest"
+
 # ------------------------------------------------------------------ result --
 if ((failures > 0)); then
   echo "check-fixtures.sh: $failures of $checks checks FAILED" >&2

@@ -215,6 +215,19 @@ import Testing
         #expect(try Self.leafDecision(store, "localhost").failure?.reason == .issuerPinsNeedChain)
     }
 
+    @Test func theLeafRuleLetsThroughOnlyWhatExpiredPoliciesCoverEntirely() throws {
+        let clock = ManualClock.inValidPeriod()
+        // localhost.pem is valid for localhost and 127.0.0.1: both names must be covered.
+        let expired = PinPolicy(domain: "localhost", pins: [.leafKey(spkiSHA256Base64: try Self.spki("attacker")), .leafKey(spkiSHA256Base64: Self.backup)],
+                                expiration: clock.now() - 1)
+        let one = try Self.store(policies: [expired], clock: clock)
+        #expect(try Self.leafDecision(one, "localhost").failure?.reason == .noPinsForHost(updateResult: nil))
+        let both = try Self.store(policies: [
+            expired, PinPolicy(domain: "127.0.0.1", pins: expired.pins, expiration: expired.expiration),
+        ], clock: clock)
+        #expect(try Self.leafDecision(both, "localhost").isAllowed)
+    }
+
     @Test func theLeafRuleRefusesEverythingWhileDenyPinsAreSet() throws {
         let store = try Self.store(policies: [Self.policy(.leafKey(spkiSHA256Base64: Self.spki("localhost")))],
                                    denied: [Self.backup])
