@@ -73,7 +73,11 @@ struct HostPattern: Sendable, Hashable {
         }
         self.kind = kind
         self.base = String(base)
+        self.dottedBase = "." + base
     }
+
+    /// `"." + base`, made once: matching then allocates nothing.
+    private let dottedBase: String
 
     /// Whether the pattern applies to `host` (a lookup key: lowercase, no trailing dot).
     func matches(_ host: String) -> Bool {
@@ -87,8 +91,8 @@ struct HostPattern: Sendable, Hashable {
         case .oneLabel:
             guard let dot = host.firstIndex(of: ".") else { return false }
             return host[host.index(after: dot)...] == base && dot != host.startIndex
-        case .anyLabels: return host.count > base.count + 1 && host.hasSuffix("." + base)
-        case .domainAndSubdomains: return host == base || host.hasSuffix("." + base)
+        case .anyLabels: return host.utf8.count > dottedBase.utf8.count && host.hasSuffix(dottedBase)
+        case .domainAndSubdomains: return host == base || host.hasSuffix(dottedBase)
         }
     }
 

@@ -95,15 +95,15 @@ extension PinStore {
         let list = validateListFingerprint(commonName: host, fingerprint: fingerprint)
         if list == .trusted { return .trusted }
         let now = Int64(clock.now().timeIntervalSince1970.rounded(.down))
-        let applying = staticPins.policies(for: host, now: now).applying
-        if let digest = Digest32(fingerprint) {
-            for policy in applying {
-                for identity in policy.identities where identity.identity.kind == .certificate(depth: 0) || identity.identity.kind == .certificate(depth: nil) {
-                    if identity.digest.constantTimeEquals(digest) { return .trusted }
-                }
+        let digest = Digest32(fingerprint)
+        var applies = false
+        for policy in staticPins.policies where now < policy.expires && policy.pattern.matches(host) {
+            applies = true
+            guard let digest else { continue }
+            for identity in policy.identities where identity.identity.kind == .certificate(depth: 0) || identity.identity.kind == .certificate(depth: nil) {
+                if identity.digest.constantTimeEquals(digest) { return .trusted }
             }
         }
-        if list == .untrusted || !applying.isEmpty { return .untrusted }
-        return .empty
+        return list == .untrusted || applies ? .untrusted : .empty
     }
 }
