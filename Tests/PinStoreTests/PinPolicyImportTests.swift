@@ -36,6 +36,14 @@ import Testing
         #expect(domain.pins == [.caKey(spkiSHA256Base64: try Self.spki("intermediate-ca")), .caKey(spkiSHA256Base64: try Self.spki("root-ca"))])
     }
 
+    @Test func aBinaryInfoPlistImportsLikeTheXMLOne() throws {
+        let xml = try TestResources.fixture("policies/Info.plist")
+        let object = try PropertyListSerialization.propertyList(from: xml, options: [], format: nil)
+        let binary = try PropertyListSerialization.data(fromPropertyList: object, format: .binary, options: 0)
+        #expect(binary.prefix(6) == Data("bplist".utf8))
+        #expect(try PinPolicyImport.infoPlist(binary) == Self.plist("Info.plist"))
+    }
+
     @Test func aDomainWithLeafAndCAIdentitiesNeedsAMatchInEach() throws {
         let policy = try #require(try Self.plist("Info.plist").first { $0.domain == "127.0.0.1" })
         #expect(policy.requiresMatchInEachCategory)

@@ -130,7 +130,9 @@ public enum PinPolicyImport {
     /// config's, as Android inherits it), `includeSubdomains` as ``PinPolicy/includesSubdomains``,
     /// each `pin digest="SHA-256"` as ``PinIdentity/anyKey(spkiSHA256Base64:)`` (Android matches a
     /// pin against every certificate of the chain), and `expiration="yyyy-MM-dd"` as the start of
-    /// that day in UTC. Domains without a pin set are not pinned and are left out.
+    /// that day in UTC. Domains without a pin set are not pinned and are left out. Trust-anchor
+    /// settings (`trust-anchors`, `overridePins`, `debug-overrides`) are not imported: PinStore's
+    /// anchors are configured on the adapters, and nothing may override a pin.
     public static func networkSecurityConfig(_ data: Data) throws(PinPolicyImportError) -> [PinPolicy] {
         let reader = NetworkSecurityConfigReader()
         let parser = XMLParser(data: data)
