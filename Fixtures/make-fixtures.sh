@@ -2,11 +2,12 @@
 # Regenerates every generated test fixture of PinStore from scratch:
 #   Fixtures/pki/    test certificate authority, server leaves, bad chains
 #   Fixtures/keys/   list-signing keys and keys of the wrong kind
+#   Fixtures/policies/ Info.plist and network_security_config.xml pin files
 #   Fixtures/lists/  signed fingerprint lists in the wire format of
 #                    ../shared/notes/wire-format.md (static and challenge mode)
 # Keys (and so certificates, fingerprints and signatures) are new on every run;
 # names, layout, validity windows and list contents are always the same.
-# The three folders are wiped first, so a run never leaves stale files.
+# The folders are wiped first, so a run never leaves stale files.
 # Each generated folder gets a README.md saying where each file came from.
 #
 # Tools: OpenSSL 3.x command line, bash, coreutils. Run from any directory:
