@@ -219,11 +219,16 @@ check_leaf wrong-host     wrong.pinstore.test DNS:wrong.pinstore.test "$INT" "$F
 check_leaf self-signed    localhost "$LH" localhost "$FROM" "$TO" "$P256"
 check_leaf attacker       localhost "$LH" "$INT" "$FROM" "$TO" "$P256"
 check_leaf localhost-next localhost "$LH" "$INT" "$FROM" "$TO" "$P256"
+check_leaf localhost-renewed localhost "$LH" "$INT" "Jun  1 00:00:00 2025 GMT" "$TO" "$P256"
 check_leaf rogue-leaf     localhost "$LH" "PinStore Rogue Root CA (untrusted)" "$FROM" "$TO" "$P256"
 check_leaf leaf-signed-by-leaf localhost "$LH" localhost "$FROM" "$TO" "$P256"
 field api-rsa -ext keyUsage | grep -q 'Key Encipherment' && ok || fail "api-rsa lacks keyEncipherment"
 [[ $(field attacker -pubkey) != "$(field localhost -pubkey)" ]] && ok || fail "attacker shares localhost's key"
 [[ $(field localhost-next -pubkey) != "$(field localhost -pubkey)" ]] && ok || fail "localhost-next shares localhost's key"
+[[ $(field localhost-renewed -pubkey) == "$(field localhost -pubkey)" ]] && ok || fail "localhost-renewed does not share localhost's key"
+[[ $(field localhost-renewed -fingerprint -sha256) != "$(field localhost -fingerprint -sha256)" ]] && ok || fail "localhost-renewed is localhost.pem itself"
+same "verify localhost-other-ca.pem under other-intermediate-ca" \
+  "$(verify $PKI/localhost-other-ca.pem $PKI/other-intermediate-ca.pem)" OK
 same "leaf-signed-by-leaf AKI = localhost SKI" \
   "$(field leaf-signed-by-leaf -ext authorityKeyIdentifier | tail -n 1 | tr -d ' ')" \
   "$(field localhost -ext subjectKeyIdentifier | tail -n 1 | tr -d ' ')"
@@ -248,6 +253,19 @@ done
 same "bundle.pem" "$(cat $PKI/bundle.pem)" "$(cat $PKI/root-ca.pem $PKI/intermediate-ca.pem $PKI/localhost.pem)"
 same "bundle-with-junk.pem blocks" "$(sed -n '/-----BEGIN/,/-----END/p' $PKI/bundle-with-junk.pem)" "$(cat $PKI/bundle.pem)"
 [[ $(grep -vc -e '-----' -e '^[A-Za-z0-9+/=]*$' $PKI/bundle-with-junk.pem) -gt 10 ]] && ok || fail "bundle-with-junk.pem has no junk"
+
+# -------------------------------------------------------------- policies --
+POLICIES=policies
+spki_of() { openssl x509 -in "$PKI/$1.pem" -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | base64 | tr -d '\n'; }
+for c in localhost localhost-next intermediate-ca root-ca; do
+  grep -q "<string>$(spki_of $c)</string>" $POLICIES/Info.plist && ok || fail "Info.plist lacks the SPKI digest of $c"
+  grep -q ">$(spki_of $c)</pin>" $POLICIES/network_security_config.xml && ok || fail "network_security_config.xml lacks the SPKI digest of $c"
+done
+same "localhost-renewed-chain.pem" "$(cat $PKI/localhost-renewed-chain.pem)" "$(cat $PKI/localhost-renewed.pem $PKI/intermediate-ca.pem)"
+same "localhost-other-ca-chain.pem" "$(cat $PKI/localhost-other-ca-chain.pem)" "$(cat $PKI/localhost-other-ca.pem $PKI/other-intermediate-ca.pem)"
+grep -q 'digest="SHA-1"' $POLICIES/network_security_config-sha1.xml && ok || fail "network_security_config-sha1.xml has no SHA-1 pin"
+grep -q '</pinset>' $POLICIES/network_security_config-malformed.xml && ok || fail "network_security_config-malformed.xml is not malformed"
+grep -q 'not-base64!!' $POLICIES/Info-bad-digest.plist && ok || fail "Info-bad-digest.plist has no bad digest"
 
 # ------------------------------------------------------------------ result --
 if ((failures > 0)); then

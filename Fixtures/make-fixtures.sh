@@ -2,11 +2,12 @@
 # Regenerates every generated test fixture of PinStore from scratch:
 #   Fixtures/pki/    test certificate authority, server leaves, bad chains
 #   Fixtures/keys/   list-signing keys and keys of the wrong kind
+#   Fixtures/policies/ Info.plist and network_security_config.xml pin files
 #   Fixtures/lists/  signed fingerprint lists in the wire format of
 #                    ../shared/notes/wire-format.md (static and challenge mode)
 # Keys (and so certificates, fingerprints and signatures) are new on every run;
 # names, layout, validity windows and list contents are always the same.
-# The three folders are wiped first, so a run never leaves stale files.
+# The folders are wiped first, so a run never leaves stale files.
 # Each generated folder gets a README.md saying where each file came from.
 #
 # Tools: OpenSSL 3.x command line, bash, coreutils. Run from any directory:
@@ -44,8 +45,9 @@ mkdir -p "$WORK/newcerts"
 export FIXTURE_CA_DIR=$WORK
 export LEAF_SAN="DNS:unused.invalid"
 
-rm -rf "$PKI" "$KEYS" "$LISTS"
-mkdir -p "$PKI" "$KEYS" "$LISTS"
+POLICIES=$FIXTURES/policies
+rm -rf "$PKI" "$KEYS" "$LISTS" "$POLICIES"
+mkdir -p "$PKI" "$KEYS" "$LISTS" "$POLICIES"
 
 # ---------------------------------------------------------------- helpers --
 
@@ -95,10 +97,12 @@ new_key() { # out.key.pem keytype(p256|p384|rsa2048)
 # Issues pki/NAME.pem (and a new pki/NAME.key.pem) with `openssl ca`.
 # ISSUER is "self" for a self-signed certificate, or the name of a
 # certificate already in pki/ whose key signs this one.
+# With KEY_FROM=OTHER set, the key of pki/OTHER.pem is reused (a renewal with
+# the same key) instead of a new one.
 issue() { # name cn san issuer start end keytype extensions-section
   local name=$1 cn=$2 san=$3 issuer=$4 start=$5 end=$6 keytype=$7 ext=$8
   local key=$PKI/$name.key.pem csr=$WORK/$name.csr
-  new_key "$key" "$keytype"
+  if [[ -n ${KEY_FROM:-} ]]; then cp "$PKI/$KEY_FROM.key.pem" "$key"; else new_key "$key" "$keytype"; fi
   quiet openssl req -config "$CNF" -new -key "$key" -subj "/CN=$cn" -out "$csr"
   local signer=(-selfsign -keyfile "$key")
   if [[ $issuer != self ]]; then
@@ -109,7 +113,11 @@ issue() { # name cn san issuer start end keytype extensions-section
     -in "$csr" -out "$PKI/$name.pem"
   local what="$keytype, CN=$cn${san:+, SAN $san}, $ext, valid $start..$end"
   note "$PKI/$name.pem" "$what, issued by ${issuer/#self/itself} (\`openssl ca\`)"
-  note "$key" "private key (PKCS#8 PEM, $keytype) of $name.pem (\`openssl genpkey\`)"
+  if [[ -n ${KEY_FROM:-} ]]; then
+    note "$key" "private key of $name.pem: a copy of $KEY_FROM.key.pem (the same key)"
+  else
+    note "$key" "private key (PKCS#8 PEM, $keytype) of $name.pem (\`openssl genpkey\`)"
+  fi
 }
 
 issue_root() { # name cn
@@ -216,6 +224,13 @@ issue_leaf attacker      localhost         "$LOCALHOST_SAN"       $I "$VALID_FRO
 # or only after (emergency) the server switches to it.
 issue_leaf localhost-next localhost        "$LOCALHOST_SAN"       $I "$VALID_FROM" "$VALID_TO" p256
 
+# Pin policies: localhost renewed with the same key (a leaf SPKI pin keeps
+# matching, a certificate pin does not), and localhost under a second trusted
+# intermediate (a CA identity on intermediate-ca refuses it).
+KEY_FROM=localhost issue_leaf localhost-renewed localhost "$LOCALHOST_SAN" $I 20250601000000Z "$VALID_TO" p256
+issue_intermediate other-intermediate-ca "PinStore Test Other Intermediate CA" root-ca
+issue_leaf localhost-other-ca localhost "$LOCALHOST_SAN" other-intermediate-ca "$VALID_FROM" "$VALID_TO" p256
+
 # "Unknown issuer": a second root the tests never trust, and a leaf under it.
 issue_root rogue-root-ca "PinStore Rogue Root CA (untrusted)"
 issue_leaf rogue-leaf    localhost "$LOCALHOST_SAN" rogue-root-ca "$VALID_FROM" "$VALID_TO" p256
@@ -229,6 +244,8 @@ concat_pem api-p256-chain.pem  "chain leaf first" api-p256.pem  intermediate-ca.
 concat_pem api-rsa-chain.pem   "chain leaf first" api-rsa.pem   intermediate-ca.pem
 concat_pem attacker-chain.pem  "chain leaf first" attacker.pem  intermediate-ca.pem
 concat_pem localhost-next-chain.pem "chain leaf first" localhost-next.pem intermediate-ca.pem
+concat_pem localhost-renewed-chain.pem "chain leaf first" localhost-renewed.pem intermediate-ca.pem
+concat_pem localhost-other-ca-chain.pem "chain leaf first" localhost-other-ca.pem other-intermediate-ca.pem
 concat_pem bundle.pem "three certificates" root-ca.pem intermediate-ca.pem localhost.pem
 
 der_copy localhost
@@ -416,6 +433,148 @@ note "$LISTS/challenge-other-challenge.sig" "signature over challenge-other.txt 
 
 sign_challenge "$OK" "$CHALLENGE" "$LISTS/challenge-good.json" "$LISTS/challenge-wrong-key.sig"
 note "$LISTS/challenge-wrong-key.sig" "signature over challenge.txt + \"&\" + challenge-good.json with keys/other-signing.key.pem, no newline"
+
+# ======================================================= Fixtures/policies ==
+# Pin configurations as apps ship them (Apple Info.plist NSPinnedDomains,
+# Android network_security_config.xml), pinning keys of pki/, plus malformed
+# ones. Written by write_policy_fixtures so they can be made alone.
+
+# Base64 of SHA-256 over the certificate's SubjectPublicKeyInfo DER.
+spki() { # cert.pem
+  openssl x509 -in "$1" -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | b64
+}
+
+write_policy_fixtures() {
+  start_readme "$POLICIES" "Fixtures/policies: pin configurations to import"
+  local leaf next ca root
+  leaf=$(spki "$PKI/localhost.pem"); next=$(spki "$PKI/localhost-next.pem")
+  ca=$(spki "$PKI/intermediate-ca.pem"); root=$(spki "$PKI/root-ca.pem")
+
+  cat >"$POLICIES/Info.plist" <<PLIST
+<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+	<key>CFBundleDevelopmentRegion</key>
+	<string>\$(DEVELOPMENT_LANGUAGE)</string>
+	<key>CFBundleExecutable</key>
+	<string>\$(EXECUTABLE_NAME)</string>
+	<key>CFBundleIdentifier</key>
+	<string>test.pinstore.app</string>
+	<key>CFBundleShortVersionString</key>
+	<string>1.0</string>
+	<key>NSAppTransportSecurity</key>
+	<dict>
+		<key>NSPinnedDomains</key>
+		<dict>
+			<key>localhost</key>
+			<dict>
+				<key>NSPinnedLeafIdentities</key>
+				<array>
+					<dict>
+						<key>SPKI-SHA256-BASE64</key>
+						<string>$leaf</string>
+					</dict>
+					<dict>
+						<key>SPKI-SHA256-BASE64</key>
+						<string>$next</string>
+					</dict>
+				</array>
+			</dict>
+			<key>pinstore.test</key>
+			<dict>
+				<key>NSIncludesSubdomains</key>
+				<true/>
+				<key>NSPinnedCAIdentities</key>
+				<array>
+					<dict>
+						<key>SPKI-SHA256-BASE64</key>
+						<string>$ca</string>
+					</dict>
+					<dict>
+						<key>SPKI-SHA256-BASE64</key>
+						<string>$root</string>
+					</dict>
+				</array>
+			</dict>
+			<key>127.0.0.1</key>
+			<dict>
+				<key>NSPinnedCAIdentities</key>
+				<array>
+					<dict>
+						<key>SPKI-SHA256-BASE64</key>
+						<string>$ca</string>
+					</dict>
+				</array>
+				<key>NSPinnedLeafIdentities</key>
+				<array>
+					<dict>
+						<key>SPKI-SHA256-BASE64</key>
+						<string>$leaf</string>
+					</dict>
+				</array>
+			</dict>
+		</dict>
+	</dict>
+	<key>UILaunchStoryboardName</key>
+	<string>LaunchScreen</string>
+</dict>
+</plist>
+PLIST
+  note "$POLICIES/Info.plist" "an app's Info.plist: localhost pinned by the leaf keys of localhost.pem and localhost-next.pem; pinstore.test and subdomains by the keys of intermediate-ca.pem and root-ca.pem; 127.0.0.1 by localhost.pem's leaf key AND intermediate-ca.pem's CA key"
+  sed "s|<string>$next</string>|<string>not-base64!!</string>|" "$POLICIES/Info.plist" >"$POLICIES/Info-bad-digest.plist"
+  note "$POLICIES/Info-bad-digest.plist" "Info.plist with localhost's second leaf identity replaced by \"not-base64!!\""
+  sed "s|<key>NSPinnedCAIdentities</key>|<key>NSPinnedCAIdentity</key>|" "$POLICIES/Info.plist" >"$POLICIES/Info-misspelled-key.plist"
+  note "$POLICIES/Info-misspelled-key.plist" "Info.plist with NSPinnedCAIdentities misspelled NSPinnedCAIdentity"
+  head -c 700 "$POLICIES/Info.plist" >"$POLICIES/Info-truncated.plist"
+  note "$POLICIES/Info-truncated.plist" "the first 700 bytes of Info.plist (not a property list)"
+
+  cat >"$POLICIES/network_security_config.xml" <<XML
+<?xml version="1.0" encoding="utf-8"?>
+<!-- res/xml/network_security_config.xml, referenced from AndroidManifest.xml -->
+<network-security-config>
+    <base-config cleartextTrafficPermitted="false">
+        <trust-anchors>
+            <certificates src="system" />
+        </trust-anchors>
+    </base-config>
+    <domain-config>
+        <domain includeSubdomains="false">localhost</domain>
+        <pin-set expiration="2099-01-01">
+            <pin digest="SHA-256">$leaf</pin>
+            <!-- backup pin -->
+            <pin digest="SHA-256">$next</pin>
+        </pin-set>
+    </domain-config>
+    <domain-config cleartextTrafficPermitted="false">
+        <domain includeSubdomains="true">pinstore.test</domain>
+        <pin-set>
+            <pin digest="SHA-256">$ca</pin>
+            <pin digest="SHA-256">$root</pin>
+        </pin-set>
+        <domain-config>
+            <domain>api.pinstore.test</domain>
+            <trust-anchors>
+                <certificates src="@raw/extra_ca" />
+            </trust-anchors>
+        </domain-config>
+    </domain-config>
+    <debug-overrides>
+        <trust-anchors>
+            <certificates src="user" />
+        </trust-anchors>
+    </debug-overrides>
+</network-security-config>
+XML
+  note "$POLICIES/network_security_config.xml" "an Android config: localhost pinned to the keys of localhost.pem and localhost-next.pem until 2099-01-01; pinstore.test with subdomains to intermediate-ca.pem and root-ca.pem; api.pinstore.test nested, inheriting that pin-set"
+  sed 's|<pin digest="SHA-256">'"$next"'|<pin digest="SHA-1">'"$next"'|' "$POLICIES/network_security_config.xml" >"$POLICIES/network_security_config-sha1.xml"
+  note "$POLICIES/network_security_config-sha1.xml" "the config with localhost's backup pin as digest=\"SHA-1\" (line 14)"
+  sed 's|expiration="2099-01-01"|expiration="01/01/2099"|' "$POLICIES/network_security_config.xml" >"$POLICIES/network_security_config-bad-expiration.xml"
+  note "$POLICIES/network_security_config-bad-expiration.xml" "the config with expiration=\"01/01/2099\" (line 11)"
+  sed 's|</pin-set>|</pinset>|' "$POLICIES/network_security_config.xml" >"$POLICIES/network_security_config-malformed.xml"
+  note "$POLICIES/network_security_config-malformed.xml" "the config with </pin-set> written </pinset> (not well-formed XML)"
+}
+write_policy_fixtures
 
 # Test keys protect nothing; readable keys keep tests working under any user.
 chmod 644 "$PKI"/*.key.pem "$KEYS"/*.key.pem

@@ -22,6 +22,7 @@ struct PinStoreCommand: AsyncParsableCommand {
             SignCommand.self,
             VerifyCommand.self,
             ServeCommand.self,
+            PoliciesCommand.self,
             DemoCommand.self,
         ]
     )

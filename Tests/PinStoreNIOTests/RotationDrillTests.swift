@@ -105,12 +105,11 @@ import Testing
             #expect(try await Self.get(adapter, port: drill.current.port, store: store))
             try await Task.sleep(for: .milliseconds(200))
         }
-        let downloads = drill.lists.requestCount
-        #expect(downloads >= 2)
-        // The rotated server is accepted on its first request, and not thanks to a refusal
-        // update: those are off for this request.
+        #expect(drill.lists.requestCount >= 2)
+        // The rotated server is accepted on its first request, and not thanks to an update
+        // after a refusal: those are off for this request (a scheduled download may still
+        // come, every 2 seconds).
         #expect(try await Self.get(adapter, port: drill.next.port, store: store, updateOnMismatch: false))
-        #expect(drill.lists.requestCount == downloads)
     }
 
     @Test(.timeLimit(.minutes(1)), arguments: Adapter.allCases)

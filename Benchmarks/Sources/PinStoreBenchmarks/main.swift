@@ -170,6 +170,62 @@ for size in [10, 1_000, 100_000] {
 let flatness = (validateMedians.max() ?? 1) / (validateMedians.min() ?? 1)
 rows.append(Row(name: "validate flatness (slowest / fastest size)", value: String(format: "%.2fx", flatness),
                 baseline: "-", ratio: "-", target: "flat (< 2x)", met: flatness < 2))
+// 1b. Static policies (PinPolicy). A store without any keeps the hot path above as it was (one
+// flag test); with policies, the fingerprint form also looks at the policies for the host, and
+// the connection decision reads the keys of the validated chain (OpenSSL parses each certificate).
+do {
+    let entries = makeEntries(1_000)
+    let probe = entries[500]
+    let listOnly = try storeWithFallback(entries, publicKey: publicKeyText)
+    let backup = Data(repeating: 0xB0, count: 32).base64EncodedString()
+    let policies = (0..<10).map { index in
+        PinPolicy(domain: "policy-\(index).bench.pinstore.test", includesSubdomains: true,
+                  pins: [.leafKey(spkiSHA256Base64: Data(repeating: UInt8(index), count: 32).base64EncodedString()), .caKey(spkiSHA256Base64: backup)])
+    }
+    let withPolicies = try PinStore(configuration: .init(serviceURL: URL(string: "https://pins.bench.pinstore.test/list.json")!,
+                                                         publicKey: publicKeyText, identifier: "bench", fallbackData: listJSON(entries),
+                                                         storageDirectory: scratchDirectory(), policies: policies),
+                                    fetcher: FixedFetcher(body: Data()))
+    let operations = 20_000
+    let plain = Harness.nanosecondsPerOperation(operations: operations) {
+        for _ in 0..<operations { Harness.consume(listOnly.validate(commonName: probe.name, fingerprint: probe.fingerprint)) }
+    }
+    let policed = Harness.nanosecondsPerOperation(operations: operations) {
+        for _ in 0..<operations { Harness.consume(withPolicies.validate(commonName: probe.name, fingerprint: probe.fingerprint)) }
+    }
+    rows.append(Row(name: "validate(fingerprint:), 1000 entries + 10 policies", value: Harness.format(policed),
+                    baseline: "no policies \(Harness.format(plain))", ratio: String(format: "%.2fx", policed / plain),
+                    target: "< 2x", met: policed / plain < 2))
+
+    // The whole connection decision (chain validation + pin check) on the fixture chain.
+    let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/pki")
+    func pem(_ name: String) throws -> [X509Certificate] {
+        try X509Certificate.certificates(pem: String(decoding: Data(contentsOf: fixtures.appendingPathComponent(name)), as: UTF8.self))
+    }
+    let chain = try pem("localhost-chain.pem").map(\.derRepresentation)
+    let anchors = TrustRoots.anchors(try pem("root-ca.pem"))
+    let leaf = try pem("localhost.pem")[0]
+    let pinned = [FingerprintEntry(name: "localhost", fingerprint: leaf.fingerprint, expires: 4_102_444_799)]
+    let listEvaluator = PinningEvaluator(store: try storeWithFallback(pinned, publicKey: publicKeyText), trustRoots: anchors,
+                                         updateOnEmpty: false, updateOnMismatch: false)
+    let policyStore = try PinStore(configuration: .init(serviceURL: URL(string: "https://pins.bench.pinstore.test/list.json")!,
+                                                        publicKey: publicKeyText, identifier: "bench", storageDirectory: scratchDirectory(),
+                                                        policies: [PinPolicy(domain: "localhost", pins: [.caKey(spkiSHA256Base64: backup),
+                                                                                                         .leafKey(spkiSHA256Base64: leaf.spkiSHA256Base64)])]),
+                                   fetcher: FixedFetcher(body: Data()))
+    let policyEvaluator = PinningEvaluator(store: policyStore, trustRoots: anchors, updateOnEmpty: false, updateOnMismatch: false)
+    let decisions = 500
+    let listDecision = Harness.nanosecondsPerOperation(operations: decisions) {
+        for _ in 0..<decisions { Harness.consume(listEvaluator.evaluateNow(host: "localhost", presentedChain: chain)) }
+    }
+    let policyDecision = Harness.nanosecondsPerOperation(operations: decisions) {
+        for _ in 0..<decisions { Harness.consume(policyEvaluator.evaluateNow(host: "localhost", presentedChain: chain)) }
+    }
+    rows.append(Row(name: "connection decision, leaf-key policy (3 certs)", value: Harness.format(policyDecision),
+                    baseline: "list pin \(Harness.format(listDecision))", ratio: String(format: "%.2fx", policyDecision / listDecision),
+                    target: "< 1.5x", met: policyDecision / listDecision < 1.5))
+}
 if arguments.count == 2, arguments[1] == "validate" {
     printTable(rows)
     exit(0)

@@ -11,13 +11,28 @@ public struct FingerprintEntry: Sendable, Hashable {
     public let expires: Int64
     /// Position in the presented chain of the pinned certificate: 0 = leaf, 1 = its issuer...
     public let depth: Int
+    /// What ``fingerprint`` is the SHA-256 of. The wire member `"pin"`: absent for
+    /// ``Kind/certificate`` (every list deployed servers send), `"spki"` or `"ca-spki"`.
+    public let kind: Kind
+
+    /// What an entry's digest covers.
+    public enum Kind: String, Sendable, Hashable {
+        /// The whole certificate DER at ``FingerprintEntry/depth`` (today's entries).
+        case certificate
+        /// The SubjectPublicKeyInfo DER of the certificate at ``FingerprintEntry/depth``: a key pin.
+        case publicKey = "spki"
+        /// The SubjectPublicKeyInfo DER of any certificate above the leaf (a CA identity);
+        /// `depth` is not used.
+        case caPublicKey = "ca-spki"
+    }
 
     /// Creates an entry. `expires` is in Unix seconds.
-    public init(name: String, fingerprint: Data, expires: Int64, depth: Int = 0) {
+    public init(name: String, fingerprint: Data, expires: Int64, depth: Int = 0, kind: Kind = .certificate) {
         self.name = name
         self.fingerprint = fingerprint
         self.expires = expires
         self.depth = depth
+        self.kind = kind
     }
 
     /// ``expires`` as a date.

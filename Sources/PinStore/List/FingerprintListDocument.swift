@@ -33,7 +33,7 @@ struct FingerprintListDocument: Sendable {
         }
         // Lists can be large (100,000 entries): nothing per entry is allocated that the entry
         // does not keep, so parsing leaves little behind (a message is only built on error).
-        struct EntryKey: Hashable { let name: String; let fingerprint: Data; let depth: Int }
+        struct EntryKey: Hashable { let name: String; let fingerprint: Data; let depth: Int; let kind: FingerprintEntry.Kind }
         var seen = Set<EntryKey>(minimumCapacity: wire.fingerprints.count)
         var entries: [SignedEntry] = []
         entries.reserveCapacity(wire.fingerprints.count)
@@ -55,12 +55,21 @@ struct FingerprintListDocument: Sendable {
             guard (0...16).contains(depth) else {
                 throw PinStoreError(.invalidListData, "\(position): depth \(depth) is not a chain position (0 = leaf ... 16).")
             }
-            let key = EntryKey(name: HostName.normalized(item.name), fingerprint: fingerprint, depth: depth)
+            let kind: FingerprintEntry.Kind
+            switch item.pin {
+            case nil: kind = .certificate
+            case let value?:
+                guard let known = FingerprintEntry.Kind(rawValue: value), known != .certificate else {
+                    throw PinStoreError(.invalidListData, "\(position): pin \(String(reflecting: value)) is neither \"spki\" nor \"ca-spki\".")
+                }
+                kind = known
+            }
+            let key = EntryKey(name: HostName.normalized(item.name), fingerprint: fingerprint, depth: depth, kind: kind)
             guard seen.insert(key).inserted else {
                 throw PinStoreError(.invalidListData, "\(position): the same name and fingerprint appear twice; the list is ambiguous about their expiry.")
             }
             entries.append(SignedEntry(
-                entry: FingerprintEntry(name: item.name, fingerprint: fingerprint, expires: item.expires, depth: depth),
+                entry: FingerprintEntry(name: item.name, fingerprint: fingerprint, expires: item.expires, depth: depth, kind: kind),
                 signature: item.signature))
         }
         if let timestamp = wire.timestamp, timestamp < 0 {
@@ -78,6 +87,8 @@ struct FingerprintListDocument: Sendable {
             let expires: Int64
             let signature: String?
             let depth: Int?
+            /// Absent (a certificate pin), `"spki"` or `"ca-spki"`: see ``FingerprintEntry/Kind``.
+            let pin: String?
         }
         let fingerprints: [Item]
         let timestamp: Int64?

@@ -45,6 +45,11 @@ package struct FingerprintListSigner: Sendable {
             lines.append(Self.entryObject(entry, signature: signature))
         }
         guard let timestamp else {
+            // Clients drop key pins that no whole-list signature covers (the per-entry signature
+            // does not cover the `pin` member): refuse to make a list that would pin nothing.
+            if entries.contains(where: { $0.kind != .certificate }) {
+                throw PinStoreError(.invalidListData, "Key pins (\"pin\": \"spki\" or \"ca-spki\") need the whole-list signature, which covers that member; sign with a timestamp.")
+            }
             let json = Self.document(members: [], entryLines: lines)
             try Self.checkClientsAccept(json)
             return json
@@ -83,6 +88,9 @@ package struct FingerprintListSigner: Sendable {
         ]
         if entry.depth != 0 {
             members.append("\"depth\": \(entry.depth)")
+        }
+        if entry.kind != .certificate {
+            members.append("\"pin\": \(jsonString(entry.kind.rawValue))")
         }
         if let signature {
             members.append("\"signature\": \(jsonString(signature.base64EncodedString()))")

@@ -11,6 +11,7 @@ struct PinStoreMetrics: Sendable {
     private let noPinsForHost: Counter
     private let hostNotExpected: Counter
     private let issuerPinsNeedChain: Counter
+    private let deniedKey: Counter
     /// `pinstore_updates_total`, by result.
     private let updates: [PinStore.UpdateResult: Counter]
     /// `pinstore_list_save_failures_total`: verified lists that could not be written to disk.
@@ -19,12 +20,15 @@ struct PinStoreMetrics: Sendable {
     let listAge: Gauge
     /// `pinstore_valid_pins`: unexpired pins in force (downloaded and fallback).
     let validPins: Gauge
+    /// `pinstore_expired_policies`: static policies past their expiration (no longer enforcing).
+    let expiredPolicies: Gauge
 
     static let decisionsLabel = "pinstore_decisions_total"
     static let updatesLabel = "pinstore_updates_total"
     static let saveFailuresLabel = "pinstore_list_save_failures_total"
     static let listAgeLabel = "pinstore_list_age_seconds"
     static let validPinsLabel = "pinstore_valid_pins"
+    static let expiredPoliciesLabel = "pinstore_expired_policies"
 
     init(identifier: String, factory: any MetricsFactory) {
         let store = ("store", identifier)
@@ -37,6 +41,7 @@ struct PinStoreMetrics: Sendable {
         noPinsForHost = decisions("denied", "no_pins_for_host")
         hostNotExpected = decisions("denied", "host_not_expected")
         issuerPinsNeedChain = decisions("denied", "issuer_pins_need_chain")
+        deniedKey = decisions("denied", "denied_key")
         var updates: [PinStore.UpdateResult: Counter] = [:]
         for result in [PinStore.UpdateResult.ok, .storeIsEmpty, .networkError, .invalidData, .invalidSignature] {
             updates[result] = Counter(label: Self.updatesLabel, dimensions: [store, ("result", result.metricName)], factory: factory)
@@ -45,6 +50,7 @@ struct PinStoreMetrics: Sendable {
         saveFailures = Counter(label: Self.saveFailuresLabel, dimensions: [store], factory: factory)
         listAge = Gauge(label: Self.listAgeLabel, dimensions: [store], factory: factory)
         validPins = Gauge(label: Self.validPinsLabel, dimensions: [store], factory: factory)
+        expiredPolicies = Gauge(label: Self.expiredPoliciesLabel, dimensions: [store], factory: factory)
     }
 
     func record(_ decision: PinningDecision) {
@@ -57,6 +63,7 @@ struct PinStoreMetrics: Sendable {
             case .noPinsForHost: noPinsForHost.increment()
             case .hostNotExpected: hostNotExpected.increment()
             case .issuerPinsNeedChain: issuerPinsNeedChain.increment()
+            case .deniedKey: deniedKey.increment()
             }
         }
     }

@@ -63,6 +63,9 @@ public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible
         /// The host's pins include issuer pins (`depth` > 0) and no leaf pin matches, and the
         /// adapter sees only the server's leaf (AsyncHTTPClient), so it cannot prove an issuer pin.
         case issuerPinsNeedChain
+        /// A certificate at `depth` of the validated chain has a key among
+        /// ``PinStore/Configuration/deniedPublicKeys``. Deny pins win over every pin.
+        case deniedKey(depth: Int)
     }
 
     /// The host name (or IP address) the client connected to.
@@ -70,14 +73,26 @@ public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible
     /// The kind of failure.
     public let reason: Reason
 
+    /// For pin refusals: the validated chain (`sha256/<SPKI>`, subject, certificate
+    /// fingerprint, leaf first) and the pins that applied to the host, so an operator can fix
+    /// the list. Part of ``description``.
+    public let details: String?
+
     /// Creates a failure for `host`.
-    public init(host: String, reason: Reason) {
+    public init(host: String, reason: Reason, details: String? = nil) {
         self.host = host
         self.reason = reason
+        self.details = details
     }
 
     /// What happened and what to do next, for the person reading the log.
     public var description: String {
+        guard let details else { return summary }
+        return summary + "\n" + details
+    }
+
+    /// ``description`` without ``details``: one line, for tables and one-line logs.
+    public var summary: String {
         switch reason {
         case .chainNotTrusted(let error):
             return "\(host): the certificate chain is not trusted (\(error.reason.rawValue) at depth \(error.depth): \(error.detail)). "
@@ -100,6 +115,9 @@ public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible
             return "\(host): the host is pinned by issuer (intermediate or root) pins, which this adapter cannot check: "
                 + "AsyncHTTPClient exposes only the server's leaf certificate, never the verified chain. "
                 + "Call this host through PinStoreNIO (the pinned URLSession or PinningTLSVerifier), or publish a leaf pin for it."
+        case .deniedKey(let depth):
+            return "\(host): the certificate at depth \(depth) of the validated chain has a denied public key (deniedPublicKeys), "
+                + "so the connection is refused whatever else matches. A compromised key or an interception product is in the path."
         }
     }
 }

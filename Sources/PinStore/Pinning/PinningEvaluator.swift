@@ -114,17 +114,46 @@ public struct PinningEvaluator: Sendable {
 
     /// The pin check alone, over a chain the platform's normal evaluation already validated
     /// (leaf to anchor). Shared with the Apple glue, whose normal evaluation is `SecTrust`.
+    ///
+    /// The order is the security argument, and it lives here only:
+    /// 1. trust: `validatedChain` exists only once the normal trust evaluation accepted it;
+    /// 2. expected hosts: a host outside ``PinStore/Configuration/expectedCommonNames`` is refused;
+    /// 3. deny pins: a denied key anywhere in the chain refuses, whatever else matches;
+    /// 4. the pin rules: allowed when at least one pin that applies to the host (list entries
+    ///    and static policies together) matches the chain.
     static func pinDecision(store: PinStore, host: String, validatedChain: [Data]) -> PinningDecision {
         let pinHost = pinHostName(host)
         if let expected = store.expectedNames, !expected.contains(HostName.normalized(pinHost)) {
             return .deny(PinningFailure(host: host, reason: .hostNotExpected))
         }
-        switch store.validate(commonName: pinHost, certificateChain: validatedChain) {
-        case .trusted:
-            return .allow(validatedChain: validatedChain)
-        case .untrusted:
+        guard !store.staticPins.isEmpty else {
+            // No policy and no deny pin: steps 3 and 4 are the list alone.
+            switch store.validate(commonName: pinHost, certificateChain: validatedChain) {
+            case .trusted:
+                return .allow(validatedChain: validatedChain)
+            case .untrusted:
+                return .deny(PinningFailure(host: host, reason: .pinMismatch,
+                                            details: ValidatedChain(validated: validatedChain).map { store.mismatchReport(host: pinHost, chain: $0) }))
+            case .empty:
+                return .deny(PinningFailure(host: host, reason: .noPinsForHost(updateResult: nil)))
+            }
+        }
+        guard let chain = ValidatedChain(validated: validatedChain) else {
+            // Never skip the rules for a chain we cannot read: refuse.
+            return .deny(PinningFailure(host: host, reason: .chainNotTrusted(
+                ChainValidationError(.malformedCertificate, depth: 0, detail: "The verified chain could not be read back for the pin rules."))))
+        }
+        guard let lookupKey = HostName.lookupKey(pinHost) else {
             return .deny(PinningFailure(host: host, reason: .pinMismatch))
-        case .empty:
+        }
+        switch store.checkRules(host: lookupKey, chain: chain) {
+        case .denied(let depth):
+            return .deny(PinningFailure(host: host, reason: .deniedKey(depth: depth), details: store.mismatchReport(host: lookupKey, chain: chain)))
+        case .trusted, .expiredPoliciesOnly:
+            return .allow(validatedChain: validatedChain)
+        case .mismatch:
+            return .deny(PinningFailure(host: host, reason: .pinMismatch, details: store.mismatchReport(host: lookupKey, chain: chain)))
+        case .noPins:
             return .deny(PinningFailure(host: host, reason: .noPinsForHost(updateResult: nil)))
         }
     }
@@ -136,7 +165,7 @@ public struct PinningEvaluator: Sendable {
         switch failure.reason {
         case .noPinsForHost: return updateOnEmpty
         case .pinMismatch: return updateOnMismatch
-        case .chainNotTrusted, .hostNotExpected, .issuerPinsNeedChain: return false
+        case .chainNotTrusted, .hostNotExpected, .issuerPinsNeedChain, .deniedKey: return false
         }
     }
 

@@ -10,7 +10,33 @@ final class PinIndex: Sendable {
     struct Pin: Sendable {
         let fingerprint: Digest32
         let expires: Int64
+        /// The chain position of a certificate pin; for key pins ``keyDepthBase`` + depth, or
+        /// ``caKeyDepth``. Encoded so that a key pin never passes the certificate checks
+        /// (`depth == 0`, `depth < chain.count`) and the pin stays 48 bytes.
         let depth: Int
+
+        /// Whether the pin is a key pin (SPKI SHA-256).
+        var isKeyPin: Bool { depth >= PinIndex.keyDepthBase }
+    }
+
+    /// ``Pin/depth`` of a key pin at depth d is `keyDepthBase + d`.
+    static let keyDepthBase = 1 << 20
+    /// ``Pin/depth`` of a CA key pin (any certificate above the leaf).
+    static let caKeyDepth = 1 << 21
+
+    static func encodedDepth(_ entry: FingerprintEntry) -> Int {
+        switch entry.kind {
+        case .certificate: entry.depth
+        case .publicKey: keyDepthBase + entry.depth
+        case .caPublicKey: caKeyDepth
+        }
+    }
+
+    /// Whether a key pin matches `keys` (SPKI SHA-256 of the validated chain, leaf first).
+    static func keyPin(_ pin: Pin, matches keys: [Digest32]) -> Bool {
+        if pin.depth == caKeyDepth { return keys.dropFirst().contains { $0.constantTimeEquals(pin.fingerprint) } }
+        let depth = pin.depth - keyDepthBase
+        return depth >= 0 && depth < keys.count && keys[depth].constantTimeEquals(pin.fingerprint)
     }
 
     /// The pins of one name: inline when there is one, so most names cost no array.
@@ -63,7 +89,7 @@ final class PinIndex: Sendable {
         var latest = Int64.min
         for entry in entries {
             guard let fingerprint = Digest32(entry.fingerprint) else { continue }
-            let pin = Pin(fingerprint: fingerprint, expires: entry.expires, depth: entry.depth)
+            let pin = Pin(fingerprint: fingerprint, expires: entry.expires, depth: Self.encodedDepth(entry))
             latest = max(latest, entry.expires)
             let name = HostName.normalized(entry.name)
             if name.hasPrefix("*.") {
@@ -107,11 +133,15 @@ final class PinIndex: Sendable {
     var entries: [FingerprintEntry] {
         func entries(_ table: [String: Pins], prefix: String) -> [FingerprintEntry] {
             table.flatMap { name, pins in
-                pins.all.map { FingerprintEntry(name: prefix + name, fingerprint: $0.fingerprint.data, expires: $0.expires, depth: $0.depth) }
+                pins.all.map { pin in
+                    let (depth, kind): (Int, FingerprintEntry.Kind) = pin.depth == PinIndex.caKeyDepth ? (0, .caPublicKey)
+                        : pin.isKeyPin ? (pin.depth - PinIndex.keyDepthBase, .publicKey) : (pin.depth, .certificate)
+                    return FingerprintEntry(name: prefix + name, fingerprint: pin.fingerprint.data, expires: pin.expires, depth: depth, kind: kind)
+                }
             }
         }
         return (entries(exact, prefix: "") + entries(wildcard, prefix: "*."))
-            .sorted { ($0.name, $0.depth, $0.expires) < ($1.name, $1.depth, $1.expires) }
+            .sorted { ($0.name, $0.kind.rawValue, $0.depth, $0.expires) < ($1.name, $1.kind.rawValue, $1.depth, $1.expires) }
     }
 }
 

@@ -44,6 +44,14 @@ extension PinStore {
         /// lists, splicing of entries from different lists and changes of `depth`. Default
         /// false (the deployed list format has no such member).
         public var requireListSignature: Bool
+        /// Pins configured in code, beside the signed list (see ``PinPolicy`` for how they
+        /// combine). Each needs at least two distinct pins. Default none.
+        public var policies: [PinPolicy]
+        /// SPKI SHA-256 digests (Base64) refused for every host, at any chain position, whatever
+        /// else matches: a compromised key, a known interception product. Checked before any
+        /// pin. Adapters that see only the leaf (AsyncHTTPClient) refuse every connection while
+        /// this is set, as they cannot see the keys above the leaf. Default none.
+        public var deniedPublicKeys: [String]
 
         /// Creates a configuration; every value after `publicKey` has a default.
         public init(serviceURL: URL,
@@ -57,7 +65,9 @@ extension PinStore {
                     storageDirectory: URL? = nil,
                     requestTimeout: TimeInterval = 20,
                     maximumListSize: Int = 1 << 20,
-                    requireListSignature: Bool = false) {
+                    requireListSignature: Bool = false,
+                    policies: [PinPolicy] = [],
+                    deniedPublicKeys: [String] = []) {
             self.serviceURL = serviceURL
             self.publicKey = publicKey
             self.useChallenge = useChallenge
@@ -70,6 +80,8 @@ extension PinStore {
             self.requestTimeout = requestTimeout
             self.maximumListSize = maximumListSize
             self.requireListSignature = requireListSignature
+            self.policies = policies
+            self.deniedPublicKeys = deniedPublicKeys
         }
 
         /// The file the store keeps its list in.
@@ -86,7 +98,7 @@ extension PinStore {
             return base.appendingPathComponent("PinStore")
         }
 
-        func validated() throws(PinStoreError) -> (P256PublicKey, [FingerprintEntry]) {
+        func validated() throws(PinStoreError) -> (P256PublicKey, [FingerprintEntry], StaticPins) {
             guard serviceURL.isAcceptableListURL(allowingLoopbackHTTP: true) else {
                 throw PinStoreError(.invalidConfiguration, "serviceURL \(serviceURL.absoluteString) must be https (plain http is allowed only for a loopback host).")
             }
@@ -115,7 +127,7 @@ extension PinStore {
                     throw PinStoreError(.invalidConfiguration, "fallbackData: \(error.reason)")
                 }
             }
-            return (key, fallback)
+            return (key, fallback, try StaticPins(configuration: self))
         }
     }
 }

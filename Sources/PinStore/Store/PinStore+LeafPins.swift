@@ -66,32 +66,65 @@ extension PinStore {
         }
         let now = Int64(date.timeIntervalSince1970.rounded(.down))
 
+        // Static policies and deny pins (Policies/): the leaf's key is the only one seen here.
+        let leafKey = Digest32(SHA256Digest.hash(leaf.subjectPublicKeyInfo))
+        if !staticPins.denied.isEmpty {
+            guard let leafKey, !staticPins.denied.contains(where: { $0.constantTimeEquals(leafKey) }) else {
+                return (.deny(PinningFailure(host: primary, reason: .deniedKey(depth: 0))), primary)
+            }
+            // The keys above the leaf cannot be checked against the deny pins: refuse, never pass.
+            return (.deny(PinningFailure(host: primary, reason: .issuerPinsNeedChain,
+                                         details: "  Deny pins are configured (deniedPublicKeys), and the keys above the leaf cannot be seen here.")), primary)
+        }
+
         var coveredAny = false
+        var coveredExpiredPolicy = false
         var issuerOnly: String?
-        // Downloaded and fallback pins together: a name's pins are those of both indexes.
-        var covered: [(name: String, pins: [PinIndex.Pin])] = []
+        // Downloaded and fallback pins together, and the static policies: a name's pins are
+        // those of every source (a policy on an exact name or address joins that name's entry).
+        var covered: [(name: String, pins: [PinIndex.Pin], policyPins: [CompiledIdentity], needsChain: Bool)] = []
         var position: [String: Int] = [:]
-        for index in [stored, fallbackIndex].compactMap({ $0 }) {
-            for (name, pins) in index.pinnedNames(coveredBy: names) {
-                if let at = position[name] {
-                    covered[at].pins += pins
-                } else {
-                    position[name] = covered.count
-                    covered.append((name, pins))
-                }
+        func add(_ name: String, pins: [PinIndex.Pin], policyPins: [CompiledIdentity], needsChain: Bool = false) {
+            if let at = position[name] {
+                covered[at].pins += pins
+                covered[at].policyPins += policyPins
+                covered[at].needsChain = covered[at].needsChain || needsChain
+            } else {
+                position[name] = covered.count
+                covered.append((name, pins, policyPins, needsChain))
             }
         }
-        for (name, pins) in covered {
+        for index in [stored, fallbackIndex].compactMap({ $0 }) {
+            for (name, pins) in index.pinnedNames(coveredBy: names) { add(name, pins: pins, policyPins: []) }
+        }
+        for policy in staticPins.policies where names.all.contains(where: { policy.pattern.mayMatch(leafName: $0) }) {
+            guard now < policy.expires else { coveredExpiredPolicy = true; continue }
+            let name = policy.pattern.kind == .exact || policy.pattern.kind == .address ? policy.pattern.base : HostName.normalized(policy.policy.domain)
+            add(name, pins: [], policyPins: policy.identities, needsChain: policy.needsChainForEveryMatch)
+        }
+        for (name, pins, policyPins, needsChain) in covered {
             var hasLeafPin = false
             var hasIssuerPin = false
             var matched = false
             for pin in pins where now < pin.expires {
-                if pin.depth == 0 {
+                if pin.depth == PinIndex.keyDepthBase {
+                    // A list key pin on the leaf.
+                    hasLeafPin = true
+                    if let leafKey, pin.fingerprint.constantTimeEquals(leafKey) { matched = true }
+                } else if pin.depth == 0 {
                     hasLeafPin = true
                     // Every pin is compared, matched or not: the time does not depend on which one matches.
                     if pin.fingerprint.constantTimeEquals(fingerprint) { matched = true }
                 } else {
                     hasIssuerPin = true
+                }
+            }
+            for identity in policyPins {
+                // A policy that needs a CA match as well as a leaf match cannot be proved here.
+                switch needsChain ? nil : leafKey.flatMap({ identity.matchesLeaf(fingerprint: fingerprint, key: $0) }) {
+                case true?: hasLeafPin = true; matched = true
+                case false?: hasLeafPin = true
+                case nil: hasIssuerPin = true   // a CA key, or a pin above the leaf: needs the chain
                 }
             }
             guard hasLeafPin || hasIssuerPin else { continue }   // only expired pins: not pinned
@@ -105,7 +138,12 @@ extension PinStore {
         if let issuerOnly {
             return (.deny(PinningFailure(host: issuerOnly, reason: .issuerPinsNeedChain)), primary)
         }
-        guard coveredAny else {
+        // Only expired policies: they stopped enforcing, but only for names they cover. The
+        // requested host is one of the leaf's names, unknown here, so every name must be covered.
+        let expiredCoverAll = coveredExpiredPolicy && names.all.allSatisfy { name in
+            staticPins.policies.contains { now >= $0.expires && $0.pattern.mayMatch(leafName: name) }
+        }
+        guard coveredAny || expiredCoverAll else {
             return (.deny(PinningFailure(host: primary, reason: .noPinsForHost(updateResult: nil))), primary)
         }
         return (.allow(validatedChain: [der]), primary)

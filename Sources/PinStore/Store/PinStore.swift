@@ -85,6 +85,8 @@ public final class PinStore: Sendable {
     let file: PersistentListFile
     /// The configuration's fallback pins, consulted after the downloaded ones.
     let fallbackIndex: PinIndex
+    /// The configuration's static policies and deny pins (Policies/).
+    let staticPins: StaticPins
     let expectedNames: Set<String>?
     let state: Locked<State>
     let observers = Locked(PinStoreObservers())
@@ -139,7 +141,7 @@ public final class PinStore: Sendable {
     /// Creates a store with an injected clock (tests of expiry and scheduling).
     package init(configuration: Configuration, fetcher: any FingerprintListFetcher, clock: any PinStoreClock,
                  logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil) throws(PinStoreError) {
-        let (publicKey, fallback) = try configuration.validated()
+        let (publicKey, fallback, staticPins) = try configuration.validated()
         var kept = configuration
         kept.fallbackData = nil
         self.configuration = kept
@@ -148,6 +150,7 @@ public final class PinStore: Sendable {
         self.fetcher = fetcher
         self.verifier = ListSignatureVerifier(publicKey: publicKey)
         self.fallbackIndex = PinIndex(entries: fallback)
+        self.staticPins = staticPins
         self.metrics = PinStoreMetrics(identifier: configuration.identifier, factory: metricsFactory ?? MetricsSystem.factory)
         self.expectedNames = configuration.expectedCommonNames.map { Set($0.map(HostName.normalized)) }
         // A store file is at most a list body in Base64 plus a little.
@@ -156,6 +159,7 @@ public final class PinStore: Sendable {
                                   schedule: RefreshSchedule(listDue: .distantPast, periodicInterval: configuration.periodicUpdateInterval),
                                   inFlight: nil))
         loadPersistedList()
+        warnAboutExpiredPolicies()
     }
 
     deinit {
@@ -168,7 +172,18 @@ public final class PinStore: Sendable {
     ///
     /// Only leaf pins (`depth` 0) can match a lone fingerprint; use
     /// ``validate(commonName:certificateChain:)`` for lists that pin issuers.
+    ///
+    /// A lone fingerprint cannot show a public key: with ``Configuration/deniedPublicKeys`` set
+    /// this answers `.untrusted`, and static policies count only through their certificate pins
+    /// at depth 0 (use the chain form for key pins).
     public func validate(commonName: String, fingerprint: Data) -> ValidationResult {
+        if _slowPath(!staticPins.isEmpty) { return validateWithPolicies(commonName: commonName, fingerprint: fingerprint) }
+        return validateListFingerprint(commonName: commonName, fingerprint: fingerprint)
+    }
+
+    /// The fingerprint form against the signed list and the fallback only.
+    @inline(__always)
+    func validateListFingerprint(commonName: String, fingerprint: Data) -> ValidationResult {
         // A fingerprint that is not 32 bytes can match nothing, but the name may still have pins.
         let digest = Digest32(fingerprint)
         return validate(commonName: commonName) { pin in
@@ -177,9 +192,47 @@ public final class PinStore: Sendable {
         }
     }
 
+    /// Whether the leaf public key whose SubjectPublicKeyInfo has SHA-256 `publicKeySHA256` is
+    /// pinned for `commonName`: by a list key pin on the leaf (`"pin": "spki"`, depth 0) or a
+    /// static policy's leaf key pin (``PinIdentity/leafKey(spkiSHA256Base64:)``, a key pin at
+    /// depth 0, or ``PinIdentity/anyKey(spkiSHA256Base64:)``).
+    ///
+    /// A key alone cannot prove certificate pins or CA pins (a host with only those is
+    /// `.untrusted`), nor that no denied key is above the leaf: with
+    /// ``Configuration/deniedPublicKeys`` set this answers `.untrusted`.
+    public func validate(commonName: String, publicKeySHA256: Data) -> ValidationResult {
+        guard staticPins.denied.isEmpty else { return .untrusted }
+        let digest = Digest32(publicKeySHA256)
+        let list = validate(commonName: commonName) { pin in
+            guard let digest else { return false }
+            return pin.depth == PinIndex.keyDepthBase && pin.fingerprint.constantTimeEquals(digest)
+        }
+        guard list != .trusted, !staticPins.policies.isEmpty, let host = HostName.lookupKey(commonName) else { return list }
+        if let expectedNames, !expectedNames.contains(host) { return .untrusted }
+        let applying = staticPins.policies(for: host, now: Int64(clock.now().timeIntervalSince1970.rounded(.down))).applying
+        if let digest {
+            for policy in applying where !policy.needsChainForEveryMatch {
+                for identity in policy.identities where identity.digest.constantTimeEquals(digest) {
+                    switch identity.identity.kind {
+                    case .leafKey, .key(0), .anyKey: return .trusted
+                    default: continue
+                    }
+                }
+            }
+        }
+        return list == .untrusted || !applying.isEmpty ? .untrusted : .empty
+    }
+
     /// Whether the certificate `certificateData` (DER) is pinned for host `commonName`.
+    ///
+    /// With static policies or deny pins configured, the certificate is checked as a chain of
+    /// one: leaf key pins can match it, CA pins cannot, and deny pins refuse it (keys above the
+    /// leaf cannot be seen).
     public func validate(commonName: String, certificateData: Data) -> ValidationResult {
-        validate(commonName: commonName, fingerprint: SHA256Digest.hash(certificateData))
+        if _slowPath(!staticPins.isEmpty) {
+            return staticPins.denied.isEmpty ? validateWithPolicies(commonName: commonName, certificateChain: [certificateData]) : .untrusted
+        }
+        return validate(commonName: commonName, fingerprint: SHA256Digest.hash(certificateData))
     }
 
     /// Whether the chain a server presented (DER, leaf first) is pinned for `commonName`:
@@ -187,9 +240,25 @@ public final class PinStore: Sendable {
     ///
     /// The chain should be the one the normal trust evaluation validated, so an issuer pin
     /// matches only a certificate that really issued the leaf.
+    ///
+    /// Static policies and deny pins (``Configuration/policies``) are checked here too, with the
+    /// same rule as ``PinningEvaluator``.
     public func validate(commonName: String, certificateChain: [Data]) -> ValidationResult {
+        if !staticPins.isEmpty { return validateWithPolicies(commonName: commonName, certificateChain: certificateChain) }
+        return validateAgainstList(commonName: commonName, certificateChain: certificateChain)
+    }
+
+    /// The chain form against the signed list and the fallback only.
+    func validateAgainstList(commonName: String, certificateChain: [Data]) -> ValidationResult {
         var fingerprints = [Digest32?](repeating: nil, count: certificateChain.count)
+        var keys: [Digest32]?
         return validate(commonName: commonName) { pin in
+            if pin.isKeyPin {
+                // Key pins from a list (`"pin": "spki"`): the chain's SPKI digests, read once.
+                let chainKeys = keys ?? ValidatedChain(validated: certificateChain)?.keys ?? []
+                keys = chainKeys
+                return PinIndex.keyPin(pin, matches: chainKeys)
+            }
             guard pin.depth < certificateChain.count else { return false }
             let digest: Digest32?
             if let cached = fingerprints[pin.depth] {
@@ -463,7 +532,15 @@ public final class PinStore: Sendable {
             // must not become a rollback floor (a forged huge value would refuse every later list).
             let signedTimestamp = try verifier.verifyWholeList(body: persisted.body, document: document,
                                                                required: configuration.requireListSignature)
-            return VerifiedList(persisted: persisted, entries: entries, timestamp: signedTimestamp)
+            // Key pins (`"pin": "spki"` / `"ca-spki"`) only where a signature covers that member.
+            // A per-entry signature covers `name&fingerprint&expires` only, so whoever answers the
+            // unsigned list request could otherwise turn a certificate pin into a key pin, or a
+            // leaf key pin into a CA key pin that any certificate above the leaf may satisfy:
+            // trust widened by a field nobody signed. Without a whole-list signature such
+            // entries are dropped (never read as certificate pins either); a list with one has
+            // every member covered.
+            let covered = signedTimestamp != nil ? entries : entries.filter { $0.kind == .certificate }
+            return VerifiedList(persisted: persisted, entries: covered, timestamp: signedTimestamp)
         case .challenge:
             // The signature covers the body: check it before parsing anything.
             try verifier.verifyChallenge(body: persisted.body, challenge: persisted.challenge ?? "", signatureHeader: persisted.signature)
@@ -595,6 +672,7 @@ public final class PinStore: Sendable {
         let stored = state.withLock { $0.stored }
         let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
         metrics.validPins.record((stored?.index.validPinCount(at: seconds) ?? 0) + fallbackIndex.validPinCount(at: seconds))
+        if !staticPins.policies.isEmpty { metrics.expiredPolicies.record(staticPins.expiredPolicies(at: seconds).count) }
         if let updatedAt = stored?.updatedAt {
             metrics.listAge.record(max(0, now.timeIntervalSince1970 - updatedAt))
         }

@@ -23,6 +23,12 @@ struct FingerprintCommand: AsyncParsableCommand {
               pinstore fingerprint server.der
               pinstore fingerprint api.example.com
               pinstore fingerprint 127.0.0.1:8443 --server-name localhost
+              pinstore fingerprint api.example.com --spki        # sha256/<SPKI> pins, OkHttp-style
+              pinstore fingerprint api.example.com --spki --ca   # the CA identities only
+
+            --spki prints one line per certificate: sha256/<SPKI-SHA256-BASE64>, then the subject,
+            ready for a PinPolicy, an NSPinnedDomains entry or `pinstore sign --spki`. --ca keeps
+            the certificates above the leaf (CA identities) only.
             """
     )
 
@@ -37,6 +43,12 @@ struct FingerprintCommand: AsyncParsableCommand {
 
     @Flag(help: "Print JSON instead of text.")
     var json = false
+
+    @Flag(help: "Print only the SPKI pins, one line per certificate: sha256/<Base64> subject.")
+    var spki = false
+
+    @Flag(help: "Show only the certificates above the leaf (CA identities).")
+    var ca = false
 
     func run() async throws {
         let certificates: [X509Certificate]
@@ -54,11 +66,15 @@ struct FingerprintCommand: AsyncParsableCommand {
             certificates = try await PresentedChainReader.read(endpoint, serverName: serverName, timeout: timeout)
             origin = "\(endpoint) (presented chain, NOT verified: inspection only)"
         }
-        if json {
-            Console.print(try CertificateReport.json(certificates))
+        if spki {
+            for (index, certificate) in certificates.enumerated() where !ca || index > 0 {
+                Console.print("sha256/\(certificate.spkiSHA256Base64) \(certificate.subject)")
+            }
+        } else if json {
+            Console.print(try CertificateReport.json(ca ? Array(certificates.dropFirst()) : certificates))
         } else {
             Console.print("\(origin): \(certificates.count) certificate\(certificates.count == 1 ? "" : "s")")
-            for (index, certificate) in certificates.enumerated() {
+            for (index, certificate) in certificates.enumerated() where !ca || index > 0 {
                 Console.print()
                 Console.print(CertificateReport.text(certificate, index: index, count: certificates.count))
             }

@@ -31,6 +31,14 @@ struct SignCommand: AsyncParsableCommand {
               pinstore sign --key list-signing.key.pem --host api.example.com --out list.json
               pinstore sign --key list-signing.key.pem --host 10.0.0.5:8443 --ca-file private-ca.pem --name api.internal
               pinstore sign --key list-signing.key.pem --entry api.example.com,kqN/vV4hpTqVxxbhFE9EL1grlND6/Gc+tnF6TrUaiKc=,1710460799
+              pinstore sign --key list-signing.key.pem --spki --cert api.pem --out list.json
+              pinstore sign --key list-signing.key.pem --ca issuing-ca.pem --name api.example.com --out list.json
+
+            --spki pins the public key (SPKI SHA-256) of each --cert and --host leaf instead of the
+            whole certificate ("pin": "spki"): a renewal with the same key stays pinned. --ca pins
+            the key of a CA certificate for --name ("pin": "ca-spki"): any leaf under that CA is
+            accepted. Both need the whole-list signature (PinStore drops key pins that no signature
+            covers), so they cannot be combined with --no-list-signature.
             """
     )
 
@@ -67,15 +75,27 @@ struct SignCommand: AsyncParsableCommand {
     @Flag(help: "Write the deployed format only: per-entry signatures, no whole-list signature and timestamp.")
     var noListSignature = false
 
+    @Flag(help: "Pin the public key (SPKI SHA-256) of each --cert and --host leaf instead of the certificate.")
+    var spki = false
+
+    @Option(parsing: .upToNextOption, help: "CA certificate files whose public key to pin for --name (any leaf under the CA).")
+    var ca: [String] = []
+
     @Option(help: "Where to write the list (default: standard output).")
     var out: String?
 
     func validate() throws {
-        if cert.isEmpty, host.isEmpty, entry.isEmpty {
-            throw ValidationError("Give at least one --cert, --host or --entry.")
+        if cert.isEmpty, host.isEmpty, entry.isEmpty, ca.isEmpty {
+            throw ValidationError("Give at least one --cert, --host, --ca or --entry.")
         }
-        if name != nil, host.count != 1 {
+        if !ca.isEmpty, name == nil {
+            throw ValidationError("--ca needs --name: the host name the CA key is pinned for.")
+        }
+        if name != nil, host.count != 1, ca.isEmpty {
             throw ValidationError("--name names the entry of exactly one --host.")
+        }
+        if (spki || !ca.isEmpty), noListSignature {
+            throw ValidationError("--spki and --ca need the whole-list signature: PinStore drops key pins that no signature covers.")
         }
     }
 
@@ -94,7 +114,19 @@ struct SignCommand: AsyncParsableCommand {
             if certificates.count > 1 {
                 Console.printError("note: \(path) holds \(certificates.count) certificates; pinning the first (the leaf)")
             }
-            entries.append(try entry(for: certificates[0], origin: path, expires: expiresOverride))
+            entries.append(try keyPin(try entry(for: certificates[0], origin: path, expires: expiresOverride), certificates[0]))
+        }
+        for path in ca {
+            let data = try InputFiles.data(path, what: "CA certificate file")
+            let certificates: [X509Certificate]
+            do {
+                certificates = try X509Certificate.certificates(fileContents: data)
+            } catch {
+                throw CLIError("reading \(path)", error)
+            }
+            let authority = certificates[0]
+            entries.append(FingerprintEntry(name: name ?? "", fingerprint: try Self.spkiDigest(authority),
+                                            expires: expiresOverride ?? Int64(authority.notAfter.timeIntervalSince1970), kind: .caPublicKey))
         }
         let roots = try hostTrustRoots()
         for target in host {
@@ -109,7 +141,7 @@ struct SignCommand: AsyncParsableCommand {
                 Console.printError("warning: pinning the leaf \(endpoint) presented although it does NOT verify (\(error)); check its fingerprint out of band")
             }
             let leaf = try entry(for: chain[0], origin: target, expires: expiresOverride)
-            entries.append(FingerprintEntry(name: name ?? endpoint.host, fingerprint: leaf.fingerprint, expires: leaf.expires))
+            entries.append(try keyPin(FingerprintEntry(name: name ?? endpoint.host, fingerprint: leaf.fingerprint, expires: leaf.expires), chain[0]))
         }
         for text in entry {
             entries.append(try Self.parseEntry(text))
@@ -131,6 +163,20 @@ struct SignCommand: AsyncParsableCommand {
         } else {
             Console.write(json)
         }
+    }
+
+    /// `entry` as a key pin on `certificate` with --spki; unchanged otherwise.
+    private func keyPin(_ entry: FingerprintEntry, _ certificate: X509Certificate) throws -> FingerprintEntry {
+        guard spki else { return entry }
+        return FingerprintEntry(name: entry.name, fingerprint: try Self.spkiDigest(certificate), expires: entry.expires, kind: .publicKey)
+    }
+
+    /// SHA-256 of the certificate's SubjectPublicKeyInfo.
+    static func spkiDigest(_ certificate: X509Certificate) throws -> Data {
+        guard let digest = Data(base64Encoded: certificate.spkiSHA256Base64) else {
+            throw CLIError("the SPKI digest of \(certificate.subject) could not be read")
+        }
+        return digest
     }
 
     /// The anchors --host chains are verified against: --ca-file, or the system trust store.

@@ -24,7 +24,7 @@ enum DemoPinnedRequest {
             let (data, response) = try await session.data(from: url)
             return .allowed(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: String(decoding: data, as: UTF8.self))
         } catch let error as URLError {
-            let reason = (error.userInfo[NSUnderlyingErrorKey] as? PinningFailure).map { "\($0)" } ?? error.localizedDescription
+            let reason = (error.userInfo[NSUnderlyingErrorKey] as? PinningFailure).map(\.summary) ?? error.localizedDescription
             return .refused(reason: reason)
         } catch {
             return .refused(reason: "\(error)")

@@ -1,0 +1,131 @@
+import Foundation
+
+/// One pin: what a certificate in the validated chain must be, or hold, to match.
+///
+/// ```swift
+/// .certificate(sha256Base64: "r/mIkG3eEpVdm+u/ko/cwxzOMo1bk4TyHIlByibiA5E=")   // today's list pins, at depth 0
+/// .leafKey(spkiSHA256Base64: "9Bjf0EyzJ2qVhNXH6IuplC6glEuU0Xf5WcNQy5Fz9jM=")   // survives a renewal with the same key
+/// .caKey(spkiSHA256Base64: "C5+lpZ7tcVwmwQIMcRtPbsQtWLABXhQzejna0wHFr8M=")     // any CA above the leaf (NSPinnedCAIdentities)
+/// .key(spkiSHA256Base64: "...", depth: 1)                                          // the key at one chain position
+/// ```
+///
+/// Digests are Base64 of SHA-256: over the whole certificate DER for ``certificate(sha256Base64:depth:)``,
+/// over the SubjectPublicKeyInfo DER (`SPKI-SHA256-BASE64`, what `pinstore fingerprint` prints)
+/// for the key identities. A malformed digest is a configuration error when the store is made.
+public struct PinIdentity: Sendable, Hashable, CustomStringConvertible {
+    /// Where in the validated chain (leaf at depth 0, anchor last) the pin looks, and at what.
+    public enum Kind: Sendable, Hashable {
+        /// The whole certificate's SHA-256 at `depth`, or at any position when `depth` is nil.
+        case certificate(depth: Int?)
+        /// The leaf's SPKI SHA-256 (Apple's `NSPinnedLeafIdentities`).
+        case leafKey
+        /// The SPKI SHA-256 of any certificate above the leaf, up to and including the anchor
+        /// (Apple's `NSPinnedCAIdentities`; Android's and OkHttp's pins also match the leaf:
+        /// use ``anyKey`` for those).
+        case caKey
+        /// The SPKI SHA-256 of any certificate in the chain, the leaf included (Android's
+        /// `pin digest="SHA-256"`, OkHttp's `sha256/`).
+        case anyKey
+        /// The SPKI SHA-256 of the certificate at `depth`.
+        case key(depth: Int)
+    }
+
+    /// Where the pin looks.
+    public let kind: Kind
+    /// Base64 of the SHA-256 digest.
+    public let sha256Base64: String
+
+    /// Creates a pin of `kind`.
+    public init(kind: Kind, sha256Base64: String) {
+        self.kind = kind
+        self.sha256Base64 = sha256Base64
+    }
+
+    /// A certificate fingerprint pin (the list's kind) at `depth`, or at any position when nil.
+    public static func certificate(sha256Base64: String, depth: Int? = 0) -> PinIdentity {
+        PinIdentity(kind: .certificate(depth: depth), sha256Base64: sha256Base64)
+    }
+
+    /// A leaf public-key pin.
+    public static func leafKey(spkiSHA256Base64: String) -> PinIdentity {
+        PinIdentity(kind: .leafKey, sha256Base64: spkiSHA256Base64)
+    }
+
+    /// A CA public-key pin: any certificate above the leaf in the validated chain.
+    public static func caKey(spkiSHA256Base64: String) -> PinIdentity {
+        PinIdentity(kind: .caKey, sha256Base64: spkiSHA256Base64)
+    }
+
+    /// A public-key pin on any certificate of the validated chain, the leaf included.
+    public static func anyKey(spkiSHA256Base64: String) -> PinIdentity {
+        PinIdentity(kind: .anyKey, sha256Base64: spkiSHA256Base64)
+    }
+
+    /// A public-key pin at one chain position.
+    public static func key(spkiSHA256Base64: String, depth: Int) -> PinIdentity {
+        PinIdentity(kind: .key(depth: depth), sha256Base64: spkiSHA256Base64)
+    }
+
+    /// OkHttp-style text: `sha256/<Base64> (leaf key)`, `certificate <Base64> at depth 1`.
+    public var description: String {
+        switch kind {
+        case .certificate(let depth): "certificate \(sha256Base64) \(depth.map { "at depth \($0)" } ?? "at any depth")"
+        case .leafKey: "sha256/\(sha256Base64) (leaf key)"
+        case .caKey: "sha256/\(sha256Base64) (CA key)"
+        case .anyKey: "sha256/\(sha256Base64) (key at any depth)"
+        case .key(let depth): "sha256/\(sha256Base64) (key at depth \(depth))"
+        }
+    }
+}
+
+/// A ``PinIdentity`` checked and decoded once, when the store is made.
+struct CompiledIdentity: Sendable {
+    let identity: PinIdentity
+    let digest: Digest32
+
+    init(_ identity: PinIdentity, policy: String) throws(PinStoreError) {
+        guard let data = Base64.decodeStrict(identity.sha256Base64), let digest = Digest32(data) else {
+            throw PinStoreError(.invalidConfiguration, "policy \(policy): pin \(String(reflecting: identity.sha256Base64)) is not Base64 of a 32-byte SHA-256 digest.")
+        }
+        switch identity.kind {
+        case .certificate(let depth?) where depth < 0, .key(let depth) where depth < 0:
+            throw PinStoreError(.invalidConfiguration, "policy \(policy): pin depth \(depth) is negative.")
+        default: break
+        }
+        self.identity = identity
+        self.digest = digest
+    }
+
+    /// Whether this pin matches the validated chain: the one "meets" of the identity rules.
+    func matches(_ chain: ValidatedChain) -> Bool {
+        switch identity.kind {
+        case .certificate(let depth?): return depth < chain.count && chain.fingerprints[depth].constantTimeEquals(digest)
+        case .certificate(nil): return chain.fingerprints.contains { $0.constantTimeEquals(digest) }
+        case .leafKey: return chain.keys[0].constantTimeEquals(digest)
+        case .caKey: return chain.keys.dropFirst().contains { $0.constantTimeEquals(digest) }
+        case .anyKey: return chain.keys.contains { $0.constantTimeEquals(digest) }
+        case .key(let depth): return depth < chain.count && chain.keys[depth].constantTimeEquals(digest)
+        }
+    }
+
+    /// Whether the pin is about the leaf only (Apple's leaf category).
+    var isLeafPin: Bool {
+        switch identity.kind {
+        case .certificate(.some(0)), .leafKey, .key(0): true
+        default: false
+        }
+    }
+
+    /// Whether the leaf alone can prove a match (for adapters that see only the leaf): nil when
+    /// the pin is about a certificate above the leaf, or may be (then it needs the chain).
+    func matchesLeaf(fingerprint: Digest32, key: Digest32) -> Bool? {
+        switch identity.kind {
+        case .certificate(.some(0)): return fingerprint.constantTimeEquals(digest)
+        case .leafKey, .key(0): return key.constantTimeEquals(digest)
+        // A match on the leaf proves the pin; no match means it may pin an issuer.
+        case .certificate(nil): return fingerprint.constantTimeEquals(digest) ? true : nil
+        case .anyKey: return key.constantTimeEquals(digest) ? true : nil
+        case .certificate, .caKey, .key: return nil
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+
+/// Pins configured in code, beside (or instead of) the signed list: Apple's `NSPinnedDomains`
+/// entry, Android's `domain-config` with its `pin-set`, TrustKit's and OkHttp's pins.
+///
+/// ```swift
+/// let configuration = PinStore.Configuration(
+///     serviceURL: listURL, publicKey: listKey,
+///     policies: [
+///         PinPolicy(domain: "api.example.com", includesSubdomains: true, pins: [
+///             .leafKey(spkiSHA256Base64: currentKey), .leafKey(spkiSHA256Base64: backupKey),
+///         ]),
+///         PinPolicy(domain: "**.cdn.example.com", pins: [
+///             .caKey(spkiSHA256Base64: issuingCAKey), .caKey(spkiSHA256Base64: backupCAKey),
+///         ], expiration: Date(timeIntervalSince1970: 1_830_297_600)),
+///     ],
+///     deniedPublicKeys: [knownInterceptionProductKey])
+/// ```
+///
+/// How a policy combines with the list: for a host, the pins that apply are the list's entries
+/// for it and the pins of every unexpired policy whose domain matches it; the chain is allowed
+/// when at least one of them matches (deny pins are checked before, and win). An expired policy
+/// no longer applies: a host that nothing else pins is then let through on the normal trust
+/// evaluation alone (the policy "stops enforcing", as Android's and TrustKit's do), with a
+/// warning logged when the store is made and the `pinstore_expired_policies` gauge set.
+///
+/// The store refuses a policy with fewer than two distinct pins (a backup pin, as TrustKit and
+/// RFC 7469 require: with one pin, the next key change locks every client out).
+public struct PinPolicy: Sendable, Hashable {
+    /// `api.example.com`, `*.example.com` (one label), `**.example.com` (any number of labels),
+    /// or an IP address (itself only). See ``includesSubdomains``.
+    public var domain: String
+    /// Whether the policy also covers every subdomain of ``domain`` (at any depth).
+    public var includesSubdomains: Bool
+    /// The pins; at least two distinct ones.
+    public var pins: [PinIdentity]
+    /// When the policy stops enforcing; nil (the default) for never.
+    public var expiration: Date?
+    /// Apple's rule for a domain listing both `NSPinnedLeafIdentities` and `NSPinnedCAIdentities`:
+    /// the chain must match a leaf pin **and** a CA pin (one of each kind the policy has), not
+    /// just any one pin. Default false (one matching pin is enough). The policy as a whole still
+    /// combines with the list and other policies by the one rule (any that admits the chain).
+    public var requiresMatchInEachCategory: Bool
+
+    /// Creates a policy.
+    public init(domain: String, includesSubdomains: Bool = false, pins: [PinIdentity], expiration: Date? = nil,
+                requiresMatchInEachCategory: Bool = false) {
+        self.domain = domain
+        self.includesSubdomains = includesSubdomains
+        self.pins = pins
+        self.expiration = expiration
+        self.requiresMatchInEachCategory = requiresMatchInEachCategory
+    }
+}
+
+extension PinPolicy {
+    /// Checks the policy as ``PinStore/init(configuration:logger:)`` will (domain pattern,
+    /// digests, backup pin), for tools that show a configuration before it is used.
+    public func check() throws(PinStoreError) {
+        _ = try CompiledPolicy(self)
+    }
+}
+
+/// A ``PinPolicy`` checked once, when the store is made.
+struct CompiledPolicy: Sendable {
+    let policy: PinPolicy
+    let pattern: HostPattern
+    let identities: [CompiledIdentity]
+    /// Unix seconds after which the policy no longer applies; `.max` for never.
+    let expires: Int64
+
+    init(_ policy: PinPolicy) throws(PinStoreError) {
+        pattern = try HostPattern(domain: policy.domain, includesSubdomains: policy.includesSubdomains)
+        var identities: [CompiledIdentity] = []
+        for identity in policy.pins {
+            identities.append(try CompiledIdentity(identity, policy: policy.domain))
+        }
+        let distinct = Set(policy.pins)
+        guard distinct.count >= 2 else {
+            throw PinStoreError(.invalidConfiguration, "policy \(policy.domain): \(distinct.count) distinct pin(s); a policy needs at least two, "
+                + "a backup pin (a key not yet deployed, or a second CA), so that one key change cannot lock every client out.")
+        }
+        self.policy = policy
+        self.identities = identities
+        self.expires = policy.expiration.map { Int64($0.timeIntervalSince1970.rounded(.down)) } ?? .max
+    }
+
+    /// Whether the policy admits the chain: one matching pin, or with
+    /// ``PinPolicy/requiresMatchInEachCategory`` one per category (leaf pins, pins above the leaf).
+    func admits(_ chain: ValidatedChain) -> Bool {
+        guard policy.requiresMatchInEachCategory else { return identities.contains { $0.matches(chain) } }
+        let leaf = identities.filter(\.isLeafPin)
+        let above = identities.filter { !$0.isLeafPin }
+        return (leaf.isEmpty || leaf.contains { $0.matches(chain) }) && (above.isEmpty || above.contains { $0.matches(chain) })
+    }
+
+    /// Whether only the chain (not the leaf alone) can prove this policy: a match in the CA
+    /// category is required.
+    var needsChainForEveryMatch: Bool {
+        policy.requiresMatchInEachCategory && identities.contains { !$0.isLeafPin }
+    }
+}
+
+/// The pins a store holds besides the signed list: static policies and deny pins, compiled.
+struct StaticPins: Sendable {
+    let policies: [CompiledPolicy]
+    /// SPKI SHA-256 digests refused for every host, whatever else matches.
+    let denied: [Digest32]
+    /// Whether there is nothing here (then the store decides exactly as before policies existed).
+    let isEmpty: Bool
+
+    static let none = StaticPins(policies: [], denied: [])
+
+    init(policies: [CompiledPolicy], denied: [Digest32]) {
+        self.policies = policies
+        self.denied = denied
+        self.isEmpty = policies.isEmpty && denied.isEmpty
+    }
+
+    init(configuration: PinStore.Configuration) throws(PinStoreError) {
+        var policies: [CompiledPolicy] = []
+        for policy in configuration.policies { policies.append(try CompiledPolicy(policy)) }
+        var denied: [Digest32] = []
+        for text in configuration.deniedPublicKeys {
+            guard let data = Base64.decodeStrict(text), let digest = Digest32(data) else {
+                throw PinStoreError(.invalidConfiguration, "deniedPublicKeys: \(String(reflecting: text)) is not Base64 of a 32-byte SPKI SHA-256 digest.")
+            }
+            denied.append(digest)
+        }
+        self.init(policies: policies, denied: denied)
+    }
+
+    /// The deny rule: the depth of the first certificate whose key is denied, or nil ("meets").
+    func deniedDepth(in chain: ValidatedChain) -> Int? {
+        guard !denied.isEmpty else { return nil }
+        for (depth, key) in chain.keys.enumerated() where denied.contains(where: { $0.constantTimeEquals(key) }) {
+            return depth
+        }
+        return nil
+    }
+
+    /// Policies whose domain matches `host`: unexpired ones (they apply) and expired ones.
+    func policies(for host: String, now: Int64) -> (applying: [CompiledPolicy], expired: [CompiledPolicy]) {
+        var applying: [CompiledPolicy] = []
+        var expired: [CompiledPolicy] = []
+        for policy in policies where policy.pattern.matches(host) {
+            if now < policy.expires { applying.append(policy) } else { expired.append(policy) }
+        }
+        return (applying, expired)
+    }
+
+    /// Policies expired at `now`, for the start-up warning and the gauge.
+    func expiredPolicies(at now: Int64) -> [PinPolicy] {
+        policies.filter { now >= $0.expires }.map(\.policy)
+    }
+}

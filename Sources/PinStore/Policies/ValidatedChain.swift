@@ -1,0 +1,65 @@
+import Foundation
+
+/// A chain the normal trust evaluation validated (leaf first, anchor last), with the digests
+/// the pin rules compare: each certificate's SHA-256 and its SPKI's SHA-256.
+///
+/// Made only from the output of ``ChainValidator`` (or the platform's trust evaluation on Apple
+/// platforms) by the pin check itself, so a rule can never be handed a chain as presented.
+struct ValidatedChain: Sendable {
+    /// DER, leaf first.
+    let certificates: [Data]
+    /// SHA-256 of each certificate's DER.
+    let fingerprints: [Digest32]
+    /// SHA-256 of each certificate's SubjectPublicKeyInfo DER.
+    let keys: [Digest32]
+
+    var count: Int { certificates.count }
+
+    /// SPKI digests by certificate digest. Parsing a certificate (OpenSSL 3 decodes its key
+    /// through the provider framework) costs about a hundred times the rest of the pin check,
+    /// and servers present the same few certificates on every connection. A pure function of
+    /// the certificate bytes (keyed by their SHA-256), so it can be shared by every store;
+    /// emptied when it reaches ``keyCacheLimit``.
+    private static let keyCache = Locked<[Digest32: Digest32]>([:])
+    private static let keyCacheLimit = 4_096
+
+    /// nil when the chain is empty or a certificate does not parse (the caller refuses: a pin
+    /// check must never be skipped for a chain it cannot read). Reads only the key of each
+    /// certificate (one `d2i_X509` each), never the names and dates: this runs per connection.
+    init?(validated der: [Data]) {
+        guard !der.isEmpty else { return nil }
+        var fingerprints: [Digest32] = []
+        var keys: [Digest32] = []
+        fingerprints.reserveCapacity(der.count)
+        keys.reserveCapacity(der.count)
+        for certificate in der {
+            guard let fingerprint = Digest32(SHA256Digest.hash(certificate)) else { return nil }
+            if let key = Self.keyCache.withLock({ $0[fingerprint] }) {
+                fingerprints.append(fingerprint)
+                keys.append(key)
+                continue
+            }
+            guard let handle = try? X509Handle(der: certificate),
+                  case let spki = handle.subjectPublicKeyInfo, !spki.isEmpty,
+                  let key = Digest32(SHA256Digest.hash(spki)) else { return nil }
+            Self.keyCache.withLock { cache in
+                if cache.count >= Self.keyCacheLimit { cache.removeAll(keepingCapacity: true) }
+                cache[fingerprint] = key
+            }
+            fingerprints.append(fingerprint)
+            keys.append(key)
+        }
+        self.certificates = der
+        self.fingerprints = fingerprints
+        self.keys = keys
+    }
+
+    /// OkHttp-style lines: `sha256/<SPKI>: <subject> (certificate <fingerprint>)`, leaf first.
+    /// Parses the certificates again for their subjects: failure text only, never on success.
+    var summary: [String] {
+        (0..<count).map { i in
+            let subject = (try? X509Certificate(derRepresentation: certificates[i]))?.subject ?? "?"
+            return "sha256/\(keys[i].data.base64EncodedString()): \(subject) (certificate \(fingerprints[i].data.base64EncodedString()))"
+        }
+    }
+}

@@ -1,0 +1,293 @@
+import Foundation
+import Logging
+import MetricsTestKit
+import PinStoreTestSupport
+import Testing
+@testable import PinStore
+
+/// Static pin policies and deny pins (Sources/PinStore/Policies), decided by `PinningEvaluator`
+/// over fixture chains validated against the test root (no network).
+@Suite struct PinPolicyTests {
+    static let anchors: TrustRoots = .anchors([try! TestResources.certificate("pki/root-ca.pem")])
+    static let now = ChainValidatorTests.now
+
+    static func spki(_ certificate: String) throws -> String { try TestResources.certificate("pki/\(certificate).pem").spkiSHA256Base64 }
+    static func fingerprint(_ certificate: String) throws -> String { try TestResources.certificate("pki/\(certificate).pem").fingerprintBase64 }
+    /// A digest no fixture has: the backup pin every policy needs.
+    static let backup = Data(repeating: 0xB0, count: 32).base64EncodedString()
+
+    /// A store with `policies` and `denied` keys; `fallback` pins as a static-format list.
+    static func store(policies: [PinPolicy] = [], denied: [String] = [], fallback: Data? = nil,
+                      clock: ManualClock = .inValidPeriod(), logger: Logger? = nil,
+                      metrics: TestMetrics? = nil) throws -> PinStore {
+        var configuration = try StoreFixtures.configuration(directory: FileManager.default.temporaryDirectory
+            .appendingPathComponent("pinstore-policies-\(UUID().uuidString)"), fallback: fallback)
+        configuration.policies = policies
+        configuration.deniedPublicKeys = denied
+        return try PinStore(configuration: configuration, fetcher: ScriptedFetcher.serving(Data()), clock: clock,
+                            logger: logger, metricsFactory: metrics)
+    }
+
+    static func decide(_ store: PinStore, _ chain: String, host: String = "localhost") throws -> PinningDecision {
+        PinningEvaluator(store: store, trustRoots: anchors, updateOnEmpty: false, updateOnMismatch: false)
+            .evaluateNow(host: host, presentedChain: try TestResources.chainDER("pki/\(chain).pem"), at: now)
+    }
+
+    static func policy(_ pins: PinIdentity..., domain: String = "localhost", expiration: Date? = nil) -> PinPolicy {
+        PinPolicy(domain: domain, pins: pins + [.leafKey(spkiSHA256Base64: backup)], expiration: expiration)
+    }
+
+    // MARK: - Identities
+
+    @Test func leafKeyPinAcceptsARenewalWithTheSameKey() throws {
+        let store = try Self.store(policies: [Self.policy(.leafKey(spkiSHA256Base64: Self.spki("localhost")))])
+        #expect(try Self.decide(store, "localhost-renewed-chain").isAllowed)
+        #expect(try Self.decide(store, "localhost-chain").isAllowed)
+    }
+
+    @Test func certificatePinRefusesARenewalWithTheSameKey() throws {
+        let store = try Self.store(policies: [Self.policy(.certificate(sha256Base64: Self.fingerprint("localhost")))])
+        #expect(try Self.decide(store, "localhost-chain").isAllowed)
+        #expect(try Self.decide(store, "localhost-renewed-chain").failure?.reason == .pinMismatch)
+    }
+
+    @Test func leafKeyPinRefusesAnotherKeyUnderTheSameCA() throws {
+        let store = try Self.store(policies: [Self.policy(.leafKey(spkiSHA256Base64: Self.spki("localhost")))])
+        #expect(try Self.decide(store, "attacker-chain").failure?.reason == .pinMismatch)
+    }
+
+    @Test func caKeyPinAcceptsALeafUnderThatCA() throws {
+        let store = try Self.store(policies: [Self.policy(.caKey(spkiSHA256Base64: Self.spki("intermediate-ca")))])
+        #expect(try Self.decide(store, "localhost-chain").isAllowed)
+        #expect(try Self.decide(store, "attacker-chain").isAllowed)
+    }
+
+    @Test func caKeyPinRefusesALeafUnderAnotherCA() throws {
+        let store = try Self.store(policies: [Self.policy(.caKey(spkiSHA256Base64: Self.spki("intermediate-ca")))])
+        #expect(try Self.decide(store, "localhost-other-ca-chain").failure?.reason == .pinMismatch)
+    }
+
+    @Test func caKeyPinOnTheRootCoversEveryIntermediateUnderIt() throws {
+        let store = try Self.store(policies: [Self.policy(.caKey(spkiSHA256Base64: Self.spki("root-ca")))])
+        #expect(try Self.decide(store, "localhost-chain").isAllowed)
+        #expect(try Self.decide(store, "localhost-other-ca-chain").isAllowed)
+    }
+
+    @Test func caKeyPinNeverMatchesTheLeafKey() throws {
+        let store = try Self.store(policies: [Self.policy(.caKey(spkiSHA256Base64: Self.spki("localhost")))])
+        #expect(try Self.decide(store, "localhost-chain").failure?.reason == .pinMismatch)
+    }
+
+    @Test func keyPinAtADepthMatchesOnlyThatPosition() throws {
+        let atOne = try Self.store(policies: [Self.policy(.key(spkiSHA256Base64: Self.spki("intermediate-ca"), depth: 1))])
+        #expect(try Self.decide(atOne, "localhost-chain").isAllowed)
+        let atTwo = try Self.store(policies: [Self.policy(.key(spkiSHA256Base64: Self.spki("intermediate-ca"), depth: 2))])
+        #expect(try Self.decide(atTwo, "localhost-chain").failure?.reason == .pinMismatch)
+    }
+
+    @Test func certificatePinAtAnyDepthMatchesTheIntermediate() throws {
+        let store = try Self.store(policies: [Self.policy(.certificate(sha256Base64: Self.fingerprint("intermediate-ca"), depth: nil))])
+        #expect(try Self.decide(store, "localhost-chain").isAllowed)
+        #expect(try Self.decide(store, "localhost-other-ca-chain").failure?.reason == .pinMismatch)
+    }
+
+    // MARK: - Deny pins
+
+    @Test func aDenyPinWinsOverAMatchingPin() throws {
+        let store = try Self.store(policies: [Self.policy(.leafKey(spkiSHA256Base64: Self.spki("localhost")))],
+                                   denied: [Self.spki("intermediate-ca")])
+        #expect(try Self.decide(store, "localhost-chain").failure?.reason == .deniedKey(depth: 1))
+    }
+
+    @Test func aDenyPinRefusesAListPinnedChainToo() throws {
+        let store = try Self.store(denied: [Self.spki("localhost")], fallback: TestResources.fixture("lists/fallback.json"))
+        #expect(try Self.decide(store, "localhost-chain").failure?.reason == .deniedKey(depth: 0))
+        #expect(store.validate(commonName: "localhost", certificateChain: try TestResources.chainDER("pki/localhost-chain.pem")) == .untrusted)
+    }
+
+    @Test func aDenyPinMakesTheFingerprintFormUntrusted() throws {
+        let store = try Self.store(denied: [Self.spki("attacker")], fallback: TestResources.fixture("lists/fallback.json"))
+        #expect(store.validate(commonName: "localhost", fingerprint: try TestResources.certificate("pki/localhost.pem").fingerprint) == .untrusted)
+    }
+
+    // MARK: - Configuration
+
+    @Test func aPolicyWithOnePinIsRefusedForWantOfABackupPin() throws {
+        let one = PinPolicy(domain: "localhost", pins: [.leafKey(spkiSHA256Base64: try Self.spki("localhost"))])
+        #expect(throws: PinStoreError.self) { try Self.store(policies: [one]) }
+        let twiceTheSame = PinPolicy(domain: "localhost", pins: [.leafKey(spkiSHA256Base64: try Self.spki("localhost")),
+                                                                  .leafKey(spkiSHA256Base64: try Self.spki("localhost"))])
+        let error = #expect(throws: PinStoreError.self) { try Self.store(policies: [twiceTheSame]) }
+        #expect(error?.reason.contains("backup pin") == true)
+    }
+
+    @Test func aMalformedDigestIsAConfigurationError() throws {
+        let policy = PinPolicy(domain: "localhost", pins: [.leafKey(spkiSHA256Base64: "not base64"), .leafKey(spkiSHA256Base64: Self.backup)])
+        #expect(throws: PinStoreError.self) { try Self.store(policies: [policy]) }
+        #expect(throws: PinStoreError.self) { try Self.store(denied: [Data(count: 31).base64EncodedString()]) }
+    }
+
+    @Test func existingConfigurationsKeepDecidingFromTheListAlone() throws {
+        let store = try Self.store(fallback: TestResources.fixture("lists/fallback.json"))
+        #expect(store.staticPins.isEmpty)
+        #expect(try Self.decide(store, "localhost-chain").isAllowed)
+    }
+
+    // MARK: - Static policies and the list together
+
+    @Test func staticAndListPinsForTheSameHostAreOnePinSet() throws {
+        // The list pins localhost.pem; the policy pins localhost-next's key: either is accepted.
+        let store = try Self.store(policies: [Self.policy(.leafKey(spkiSHA256Base64: Self.spki("localhost-next")))],
+                                   fallback: TestResources.fixture("lists/fallback.json"))
+        #expect(try Self.decide(store, "localhost-chain").isAllowed)
+        #expect(try Self.decide(store, "localhost-next-chain").isAllowed)
+        #expect(try Self.decide(store, "attacker-chain").failure?.reason == .pinMismatch)
+    }
+
+    @Test func aPolicyForAnotherHostLeavesThisHostUnpinned() throws {
+        let store = try Self.store(policies: [Self.policy(.leafKey(spkiSHA256Base64: Self.spki("localhost")), domain: "api.pinstore.test")])
+        #expect(try Self.decide(store, "localhost-chain").failure?.reason == .noPinsForHost(updateResult: nil))
+    }
+
+    // MARK: - Expiration
+
+    @Test func aPolicyEnforcesUntilItsExpiration() throws {
+        let clock = ManualClock.inValidPeriod()
+        let store = try Self.store(policies: [Self.policy(.leafKey(spkiSHA256Base64: Self.spki("localhost")),
+                                                          expiration: clock.now() + 3600)], clock: clock)
+        #expect(try Self.decide(store, "attacker-chain").failure?.reason == .pinMismatch)
+        clock.advance(3600)
+        #expect(try Self.decide(store, "attacker-chain").isAllowed)
+    }
+
+    @Test func anExpiredPolicyIsWarnedAboutAtStartAndCounted() throws {
+        let clock = ManualClock.inValidPeriod()
+        let (logger, box) = RecordingLogHandler.logger()
+        let metrics = TestMetrics()
+        _ = try Self.store(policies: [Self.policy(.leafKey(spkiSHA256Base64: Self.spki("localhost")), expiration: clock.now() - 1)],
+                           clock: clock, logger: logger, metrics: metrics)
+        #expect(box.all.contains { $0.level == .warning && $0.message.contains("expired") })
+        #expect(try metrics.expectGauge("pinstore_expired_policies", [("store", "tests")]).lastValue == 1)
+    }
+
+    @Test func anExpiredPolicyDoesNotSilenceTheListPins() throws {
+        let clock = ManualClock.inValidPeriod()
+        let store = try Self.store(policies: [Self.policy(.leafKey(spkiSHA256Base64: Self.spki("attacker")), expiration: clock.now() - 1)],
+                                   fallback: TestResources.fixture("lists/fallback.json"), clock: clock)
+        #expect(try Self.decide(store, "attacker-chain").failure?.reason == .pinMismatch)
+    }
+
+    // MARK: - Failure text
+
+    @Test func aMismatchNamesTheHostTheChainAndThePinsThatApplied() throws {
+        let store = try Self.store(policies: [Self.policy(.caKey(spkiSHA256Base64: Self.spki("intermediate-ca")))],
+                                   fallback: TestResources.fixture("lists/fallback.json"))
+        let text = try #require(try Self.decide(store, "localhost-other-ca-chain").failure).description
+        #expect(text.hasPrefix("localhost:"))
+        #expect(text.contains("sha256/\(try Self.spki("localhost-other-ca")): CN=localhost"))
+        #expect(text.contains("sha256/\(try Self.spki("other-intermediate-ca"))"))
+        #expect(text.contains("certificate \(try Self.fingerprint("localhost-other-ca"))"))
+        #expect(text.contains("sha256/\(try Self.spki("intermediate-ca")) (CA key) (policy localhost)"))
+        #expect(text.contains("certificate \(try Self.fingerprint("localhost")) at depth 0 (fallback list)"))
+    }
+
+    @Test func aListOnlyMismatchAlsoListsTheChain() throws {
+        let store = try Self.store(fallback: TestResources.fixture("lists/fallback.json"))
+        let text = try #require(try Self.decide(store, "attacker-chain").failure).description
+        #expect(text.contains("sha256/\(try Self.spki("attacker"))"))
+    }
+
+    // MARK: - The leaf-only rule (AsyncHTTPClient)
+
+    static func leafDecision(_ store: PinStore, _ certificate: String) throws -> PinningDecision {
+        store.leafDecision(leafCertificate: try StoreFixtures.der(certificate)).decision
+    }
+
+    @Test func theLeafRuleHonoursALeafKeyPolicy() throws {
+        let store = try Self.store(policies: [Self.policy(.leafKey(spkiSHA256Base64: Self.spki("localhost")))])
+        #expect(try Self.leafDecision(store, "localhost-renewed").isAllowed)
+        #expect(try Self.leafDecision(store, "attacker").failure?.reason == .pinMismatch)
+    }
+
+    @Test func theLeafRuleRefusesWhatOnlyTheChainCouldProve() throws {
+        let store = try Self.store(policies: [PinPolicy(domain: "localhost", pins: [
+            .caKey(spkiSHA256Base64: try Self.spki("intermediate-ca")), .caKey(spkiSHA256Base64: Self.backup)])])
+        #expect(try Self.leafDecision(store, "localhost").failure?.reason == .issuerPinsNeedChain)
+    }
+
+    @Test func theLeafRuleLetsThroughOnlyWhatExpiredPoliciesCoverEntirely() throws {
+        let clock = ManualClock.inValidPeriod()
+        // localhost.pem is valid for localhost and 127.0.0.1: both names must be covered.
+        let expired = PinPolicy(domain: "localhost", pins: [.leafKey(spkiSHA256Base64: try Self.spki("attacker")), .leafKey(spkiSHA256Base64: Self.backup)],
+                                expiration: clock.now() - 1)
+        let one = try Self.store(policies: [expired], clock: clock)
+        #expect(try Self.leafDecision(one, "localhost").failure?.reason == .noPinsForHost(updateResult: nil))
+        let both = try Self.store(policies: [
+            expired, PinPolicy(domain: "127.0.0.1", pins: expired.pins, expiration: expired.expiration),
+        ], clock: clock)
+        #expect(try Self.leafDecision(both, "localhost").isAllowed)
+    }
+
+    @Test func theLeafRuleRefusesEverythingWhileDenyPinsAreSet() throws {
+        let store = try Self.store(policies: [Self.policy(.leafKey(spkiSHA256Base64: Self.spki("localhost")))],
+                                   denied: [Self.backup])
+        #expect(try Self.leafDecision(store, "localhost").failure?.reason == .issuerPinsNeedChain)
+        let deniedLeaf = try Self.store(denied: [Self.spki("localhost")])
+        #expect(try Self.leafDecision(deniedLeaf, "localhost").failure?.reason == .deniedKey(depth: 0))
+    }
+}
+
+/// Which hosts a policy's domain covers.
+@Suite struct HostPatternTests {
+    static func covers(_ domain: String, includesSubdomains: Bool = false, _ host: String) throws -> Bool {
+        try HostPattern(domain: domain, includesSubdomains: includesSubdomains).matches(HostName.lookupKey(host) ?? "")
+    }
+
+    @Test func exactMatchesOnlyItselfIgnoringCaseAndATrailingDot() throws {
+        #expect(try Self.covers("api.example.com", "api.example.com"))
+        #expect(try Self.covers("API.Example.com.", "api.EXAMPLE.com."))
+        #expect(try !Self.covers("api.example.com", "a.api.example.com"))
+        #expect(try !Self.covers("api.example.com", "example.com"))
+    }
+
+    @Test func singleStarIsExactlyOneLabel() throws {
+        #expect(try Self.covers("*.example.com", "api.example.com"))
+        #expect(try !Self.covers("*.example.com", "example.com"))
+        #expect(try !Self.covers("*.example.com", "a.b.example.com"))
+    }
+
+    @Test func doubleStarIsOneLabelOrMore() throws {
+        #expect(try Self.covers("**.example.com", "api.example.com"))
+        #expect(try Self.covers("**.example.com", "a.b.example.com"))
+        #expect(try !Self.covers("**.example.com", "example.com"))
+        #expect(try !Self.covers("**.example.com", "badexample.com"))
+    }
+
+    @Test func includesSubdomainsIsTheDomainAndEverySubdomain() throws {
+        #expect(try Self.covers("example.com", includesSubdomains: true, "example.com"))
+        #expect(try Self.covers("example.com", includesSubdomains: true, "api.example.com"))
+        #expect(try Self.covers("example.com", includesSubdomains: true, "a.b.example.com"))
+        #expect(try !Self.covers("example.com", includesSubdomains: true, "badexample.com"))
+    }
+
+    @Test func anIPAddressMatchesOnlyItselfInAnyTextForm() throws {
+        #expect(try Self.covers("127.0.0.1", "127.0.0.1"))
+        #expect(try !Self.covers("127.0.0.1", "127.0.0.2"))
+        #expect(try Self.covers("::1", "0:0::1"))
+        #expect(throws: PinStoreError.self) { try HostPattern(domain: "127.0.0.1", includesSubdomains: true) }
+        #expect(throws: PinStoreError.self) { try HostPattern(domain: "*.0.0.1", includesSubdomains: false) }
+    }
+
+    @Test func aPatternOnAPublicSuffixAloneIsRefused() throws {
+        for (domain, subdomains) in [("*.com", false), ("**.com", false), ("com", true), ("*.co.uk", false), ("github.io", true)] {
+            #expect(throws: PinStoreError.self, "\(domain)") { try HostPattern(domain: domain, includesSubdomains: subdomains) }
+        }
+        #expect(try Self.covers("com", "com"))   // an exact name is only itself
+    }
+
+    @Test func malformedDomainsAreRefused() throws {
+        for domain in ["", ".example.com", "a..b", "ex ample.com", "a*.example.com", "*.*.example.com"] {
+            #expect(throws: PinStoreError.self, "\(domain)") { try HostPattern(domain: domain, includesSubdomains: false) }
+        }
+    }
+}
