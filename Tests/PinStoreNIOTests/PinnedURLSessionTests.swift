@@ -110,7 +110,9 @@ import Testing
         let lists = try await TestServer.plain()
         defer { Task { await server.shutdown(); await lists.shutdown() } }
         let store = try Pins.store(fallback: nil, serviceURL: "http://127.0.0.1:\(lists.port)/list.json")
-        let (data, _) = try await session(store, updateOnEmpty: true).data(from: URL(string: "https://localhost:\(server.port)/hello")!)
+        // A generous timeout: under a sanitizer on a loaded machine the update and the
+        // handshake can take seconds (10 s was seen to run out there).
+        let (data, _) = try await session(store, updateOnEmpty: true, timeout: 30).data(from: URL(string: "https://localhost:\(server.port)/hello")!)
         #expect(String(decoding: data, as: UTF8.self) == "hello over a pinned connection")
         #expect(lists.requests.withLock { $0 } == ["GET /list.json"])
     }
