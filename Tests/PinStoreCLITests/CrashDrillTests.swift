@@ -52,8 +52,13 @@ struct CrashDrillTests {
         var everSaved = false
         let started = Date()
         for round in 0..<Self.kills {
-            let delay = Double.random(in: 0...0.080)
-            try await Self.runAndKill(child, [directory.path, url, publicKey], after: delay)
+            // Kill at a random moment once the child is in its update loop (it has fetched a
+            // list), so the kills land among downloads, verifications and saves.
+            let delay = Double.random(in: 0...0.040)
+            let servedBefore = served.withLock { $0 }
+            try await Self.runAndKill(child, [directory.path, url, publicKey], after: delay) {
+                served.withLock { $0 } > servedBefore
+            }
             let exists = FileManager.default.fileExists(atPath: configuration.storeFileURL.path)
             let stored = try PinStore(configuration: configuration, fetcher: Offline()).storedEntries
             switch (exists, stored) {
@@ -68,15 +73,16 @@ struct CrashDrillTests {
         let seconds = Date().timeIntervalSince(started)
         #expect(problems.isEmpty, "\(problems.prefix(5))")
         // The drill means something only if kills landed among many saves.
-        #expect(served.withLock { $0 } > Self.kills * 2, "the child hardly updated: \(served.withLock { $0 }) lists served")
+        #expect(served.withLock { $0 } > Self.kills * 3 / 2, "the child hardly updated: \(served.withLock { $0 }) lists served")
         #expect(outcomes.a > 0 && outcomes.b > 0, "\(outcomes)")
         let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: directory.path))?.filter { $0.hasSuffix(".tmp") }.count ?? 0
         print("crash drill: \(leftovers) temporary files left by kills; \(Self.kills) kills in \(String(format: "%.1f", seconds)) s, \(served.withLock { $0 }) lists served, file held A \(outcomes.a)x, B \(outcomes.b)x, nothing yet \(outcomes.none)x")
     }
 
-    /// Starts the child, waits until it is ready, lets it update for `delay` seconds and kills
-    /// it with SIGKILL.
-    static func runAndKill(_ executable: String, _ arguments: [String], after delay: TimeInterval) async throws {
+    /// Starts the child, waits until `running` says it is updating (at most 10 s), lets it go
+    /// on for `delay` seconds and kills it with SIGKILL.
+    static func runAndKill(_ executable: String, _ arguments: [String], after delay: TimeInterval,
+                           once running: @escaping @Sendable () -> Bool) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             DispatchQueue.global().async {
                 continuation.resume(with: Result {
@@ -89,6 +95,10 @@ struct CrashDrillTests {
                     try process.run()
                     // Blocks until "ready" (or end of output, if the child failed to start).
                     _ = output.fileHandleForReading.availableData
+                    let deadline = Date().addingTimeInterval(10)
+                    while !running(), process.isRunning, Date() < deadline {
+                        Thread.sleep(forTimeInterval: 0.001)
+                    }
                     Thread.sleep(forTimeInterval: delay)
                     kill(process.processIdentifier, SIGKILL)
                     process.waitUntilExit()

@@ -82,4 +82,19 @@ import Testing
         _ = try storeLoadingFrom(directory.url, logger: logger)
         #expect(!records.all.contains { $0.level == .warning })
     }
+
+    @Test func temporaryFilesLeftByAKilledSaveAreRemovedOnceStale() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let storeFile = try await writeGoodStoreFile(in: directory.url)
+        let stale = directory.url.appendingPathComponent(".\(storeFile.lastPathComponent).1234.tmp")
+        let fresh = directory.url.appendingPathComponent(".\(storeFile.lastPathComponent).5678.tmp")
+        try Data("partial".utf8).write(to: stale)
+        try Data("partial".utf8).write(to: fresh)
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3600)], ofItemAtPath: stale.path)
+        _ = try storeLoadingFrom(directory.url)
+        #expect(!FileManager.default.fileExists(atPath: stale.path))
+        // A save under way in another process keeps its file.
+        #expect(FileManager.default.fileExists(atPath: fresh.path))
+    }
 }

@@ -48,6 +48,7 @@ struct PersistentListFile: Sendable {
     func load(logger: Logger? = nil) throws(PinStoreError) -> PersistedList? {
         let path = url.path
         warnAboutWritableDirectory(logger: logger)
+        removeStaleTemporaryFiles()
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno
@@ -106,6 +107,23 @@ struct PersistentListFile: Sendable {
             throw error
         } catch {
             throw PinStoreError(.storage, "The store file \(path) is truncated or corrupt; ignoring it until the next good update.")
+        }
+    }
+
+    /// Removes temporary files an earlier process left when it died between creating one and
+    /// renaming it into place (a crash or SIGKILL mid-save). Only files older than a minute go,
+    /// so a save under way in another process is never disturbed.
+    private func removeStaleTemporaryFiles() {
+        let directory = url.deletingLastPathComponent()
+        let prefix = ".\(url.lastPathComponent)."
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
+        let cutoff = Date().addingTimeInterval(-60)
+        for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
+            let path = directory.appendingPathComponent(name).path
+            var info = stat()
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+                  Double(info.st_mtim.tv_sec) < cutoff.timeIntervalSince1970 else { continue }
+            unlink(path)
         }
     }
 
