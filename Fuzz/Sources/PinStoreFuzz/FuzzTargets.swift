@@ -29,6 +29,8 @@ enum FuzzTarget: String, CaseIterable {
         let base = FileManager.default.fileExists(atPath: "/dev/shm") ? URL(fileURLWithPath: "/dev/shm") : FileManager.default.temporaryDirectory
         let url = base.appendingPathComponent("pinstore-fuzz-\(getpid())")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // libFuzzer ends with exit(): remove the folder then.
+        atexit { try? FileManager.default.removeItem(at: FuzzTarget.scratch) }
         return url
     }()
 
