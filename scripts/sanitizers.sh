@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 kinds=("$@")
 [ ${#kinds[@]} -gt 0 ] || kinds=(thread address)
+status=0
 for kind in "${kinds[@]}"; do
     case "$kind" in
         thread) scratch=.build-tsan ;;
@@ -22,7 +23,8 @@ for kind in "${kinds[@]}"; do
     # ASan's leak checker reports the process-lifetime singletons of Foundation and NIO;
     # leaks are not what this run is for.
     ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}" TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1}" \
-        swift test --skip-build --sanitize="$kind" --scratch-path "$scratch"
+        swift test --skip-build --sanitize="$kind" --scratch-path "$scratch" || status=1
     done_at=$(date +%s)
     echo "sanitize=$kind: build $((built - start)) s, tests $((done_at - built)) s"
 done
+exit $status
