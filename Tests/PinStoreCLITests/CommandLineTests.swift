@@ -254,6 +254,30 @@ struct CommandLineTests {
         #expect(result.stdout.contains("bad signature  localhost"))
     }
 
+    @Test func signWritesAWholeListSignatureThatVerifyChecks() async throws {
+        let list = try TestResources.temporaryDirectory().appendingPathComponent("list.json").path
+        let sign = try await PinstoreBinary.run(["sign", "--key", Self.keyPath, "--cert", TestResources.fixturePath("pki/localhost.pem"),
+                                                 "--timestamp", "1800000000", "--out", list])
+        try #require(sign.status == 0, "\(sign.stderr)")
+        let verify = try await PinstoreBinary.run(["verify", list, "--public-key", Self.publicKeyB64Path])
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+        #expect(verify.stdout.contains("whole-list signature: valid, timestamp 2027-01-15T08:00:00Z (1800000000)"))
+    }
+
+    @Test func verifyFailsAListWhoseWholeListSignatureDoesNotMatch() async throws {
+        let directory = try TestResources.temporaryDirectory()
+        let list = directory.appendingPathComponent("list.json")
+        let sign = try await PinstoreBinary.run(["sign", "--key", Self.keyPath, "--cert", TestResources.fixturePath("pki/localhost.pem"),
+                                                 "--timestamp", "1800000000", "--out", list.path])
+        try #require(sign.status == 0, "\(sign.stderr)")
+        // A later timestamp, under the old signature: what a replay-hiding edit would do.
+        let edited = try String(contentsOf: list, encoding: .utf8).replacingOccurrences(of: "1800000000", with: "1900000000")
+        try Data(edited.utf8).write(to: list)
+        let verify = try await PinstoreBinary.run(["verify", list.path, "--public-key", Self.publicKeyB64Path])
+        #expect(verify.status == 1)
+        #expect(verify.stdout.contains("whole-list signature: INVALID"))
+    }
+
     @Test func verifyPassesTheGoodFixtureList() async throws {
         let result = try await PinstoreBinary.run(["verify", TestResources.fixturePath("lists/static-good.json"),
                                                    "--public-key", TestResources.fixturePath("keys/list-signing.pub.pem")])

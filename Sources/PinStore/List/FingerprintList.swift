@@ -8,11 +8,16 @@ import Foundation
 /// let entries = try FingerprintList.verifiedEntries(staticList: body, publicKey: key)
 /// ```
 public enum FingerprintList {
-    /// Parses a static-mode list and verifies every entry's signature; throws on the first
-    /// problem (``PinStoreError/Code/invalidListData`` or ``PinStoreError/Code/invalidListSignature``).
+    /// Parses a static-mode list and verifies every entry's signature, and the whole-list
+    /// signature when the list has one (as a store does); throws on the first problem
+    /// (``PinStoreError/Code/invalidListData`` or ``PinStoreError/Code/invalidListSignature``).
     /// Expired entries are returned too: expiry is the caller's decision.
     public static func verifiedEntries(staticList body: Data, publicKey: P256PublicKey) throws(PinStoreError) -> [FingerprintEntry] {
-        try ListSignatureVerifier(publicKey: publicKey).verifyStatic(FingerprintListDocument(body: body))
+        let verifier = ListSignatureVerifier(publicKey: publicKey)
+        let document = try FingerprintListDocument(body: body)
+        let entries = try verifier.verifyStatic(document)
+        _ = try verifier.verifyWholeList(body: body, document: document, required: false)
+        return entries
     }
 
     /// Verifies a challenge-mode response (`signature` is the `X-Cert-Pinning-Signature`

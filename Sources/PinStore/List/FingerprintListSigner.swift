@@ -155,6 +155,13 @@ extension FingerprintListSigner {
                             timestamp: document.timestamp)
     }
 
+    /// The timestamp a static list's whole-list signature covers, nil when the list has no
+    /// such signature; throws when it has one that does not verify (``WholeListSignature``).
+    package static func wholeListSignatureTimestamp(_ body: Data, publicKey: P256PublicKey) throws(PinStoreError) -> Int64? {
+        let document = try FingerprintListDocument(body: body)
+        return try ListSignatureVerifier(publicKey: publicKey).verifyWholeList(body: body, document: document, required: false)
+    }
+
     /// Whether one static-mode entry's signature verifies, by the clients' rules (strict
     /// Base64; DER, or raw `r||s` as a convenience).
     package static func entrySignatureIsValid(_ signature: String?, for entry: FingerprintEntry, publicKey: P256PublicKey) -> Bool {

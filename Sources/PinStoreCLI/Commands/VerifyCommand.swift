@@ -74,6 +74,16 @@ struct VerifyCommand: AsyncParsableCommand {
                 throw CLIError("\(list): not a fingerprint list apps accept", error)
             }
             Console.print("\(list): static list, \(parsed.entries.count) entr\(parsed.entries.count == 1 ? "y" : "ies")")
+            do {
+                if let timestamp = try FingerprintListSigner.wholeListSignatureTimestamp(body, publicKey: key) {
+                    Console.print("whole-list signature: valid, timestamp \(UnixTime.iso8601(timestamp)) (\(timestamp))")
+                } else {
+                    Console.print("whole-list signature: none (replay, splicing and depth changes cannot be detected; stores with requireListSignature refuse this list)")
+                }
+            } catch {
+                Console.print("whole-list signature: INVALID")
+                libraryVerdict = error.reason
+            }
             rows = parsed.entries.map { signed in
                 let status: String
                 if !FingerprintListSigner.entrySignatureIsValid(signed.signature, for: signed.entry, publicKey: key) {
