@@ -57,6 +57,17 @@ import Testing
         }
     }
 
+    @Test func theEvaluatorDeniesALeadingDotHostAWildcardPinWouldCover() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let store = try await primedStore(directory)
+        let evaluator = PinningEvaluator(store: store, trustRoots: .anchors([try TestResources.certificate("pki/root-ca.pem")]))
+        let chain = try TestResources.chainDER("pki/wildcard.pem", "pki/intermediate-ca.pem")
+        #expect(evaluator.evaluateNow(host: "www.pinstore.test", presentedChain: chain, at: ChainValidatorTests.now).isAllowed)
+        #expect(!evaluator.evaluateNow(host: ".pinstore.test", presentedChain: chain, at: ChainValidatorTests.now).isAllowed)
+        #expect(!evaluator.evaluateNow(host: "\0.pinstore.test", presentedChain: chain, at: ChainValidatorTests.now).isAllowed)
+    }
+
     @Test(arguments: ["*.com", "*.test", "*.co.uk", "*.CO.UK.", "*.github.io"])
     func aListWithAWildcardOnAPublicSuffixIsRefused(name: String) async throws {
         #expect(try await updateResult(withEntryNamed: name) == .invalidData)
