@@ -7,8 +7,7 @@
 #   Fuzz/run.sh 600 list           one target
 #
 # Builds Fuzz/ (its own package, never part of a user's build) with
-# -sanitize=fuzzer,address (libFuzzer plus AddressSanitizer). A debug build: with -c release
-# the Swift code carries no coverage instrumentation here (libFuzzer reports cov: 1).
+# -sanitize=fuzzer,address (libFuzzer plus AddressSanitizer), optimized.
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-10}"
@@ -16,8 +15,11 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(list public-key certificate store-file host-name)
 
-swift build --scratch-path .build --sanitize=fuzzer --sanitize=address >&2
-binary="$(swift build --scratch-path .build --sanitize=fuzzer --sanitize=address --show-bin-path)/PinStoreFuzz"
+# --sanitize makes SwiftPM link libFuzzer's main; -Xswiftc instruments the dependencies too
+# (PinStore itself: --sanitize alone reaches only this package's own target).
+flags=(-c release --scratch-path .build --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer,address)
+swift build "${flags[@]}" >&2
+binary="$(swift build "${flags[@]}" --show-bin-path)/PinStoreFuzz"
 
 mkdir -p .work/crashes
 total=0
