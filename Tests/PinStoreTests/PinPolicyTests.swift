@@ -151,13 +151,51 @@ import Testing
 
     // MARK: - Expiration
 
-    @Test func aPolicyEnforcesUntilItsExpiration() throws {
+    @Test func aPolicyEnforcesUntilItsExpirationThenTheHostIsUnpinned() throws {
         let clock = ManualClock.inValidPeriod()
         let store = try Self.store(policies: [Self.policy(.leafKey(spkiSHA256Base64: Self.spki("localhost")),
                                                           expiration: clock.now() + 3600)], clock: clock)
         #expect(try Self.decide(store, "attacker-chain").failure?.reason == .pinMismatch)
         clock.advance(3600)
-        #expect(try Self.decide(store, "attacker-chain").isAllowed)
+        // Expired: the policy no longer applies, and a host nothing pins is refused (fail
+        // closed: moving the clock forward must not open hosts).
+        #expect(try Self.decide(store, "attacker-chain").failure?.reason == .noPinsForHost(updateResult: nil))
+        #expect(try Self.decide(store, "localhost-chain").failure?.reason == .noPinsForHost(updateResult: nil))
+    }
+
+    @Test func anAbsurdExpirationDateIsNeverAndDoesNotTrap() throws {
+        let store = try Self.store(policies: [Self.policy(.leafKey(spkiSHA256Base64: Self.spki("localhost")),
+                                                          expiration: Date(timeIntervalSince1970: 1e300))])
+        #expect(try Self.decide(store, "localhost-chain").isAllowed)
+    }
+
+    @Test func twoPinsWithTheSameDigestAreNoBackup() throws {
+        let key = try Self.spki("localhost")
+        #expect(throws: PinStoreError.self) {
+            _ = try Self.store(policies: [PinPolicy(domain: "localhost", pins: [.leafKey(spkiSHA256Base64: key), .anyKey(spkiSHA256Base64: key)])])
+        }
+    }
+
+    @Test func theCACategoryIsNotMetByTheLeaf() throws {
+        // A leaf key and an any-position key, both the leaf's: with a match required in each
+        // category, the CA category must be met above the leaf.
+        let store = try Self.store(policies: [PinPolicy(domain: "localhost", pins: [
+            .leafKey(spkiSHA256Base64: try Self.spki("localhost")), .anyKey(spkiSHA256Base64: try Self.spki("rogue-root-ca")),
+        ], requiresMatchInEachCategory: true)])
+        #expect(try Self.decide(store, "localhost-chain").failure?.reason == .pinMismatch)
+        let sameKeyTwice = try Self.store(policies: [PinPolicy(domain: "localhost", pins: [
+            .leafKey(spkiSHA256Base64: try Self.spki("localhost")), .anyKey(spkiSHA256Base64: try Self.spki("localhost")),
+            .anyKey(spkiSHA256Base64: Self.backup),
+        ], requiresMatchInEachCategory: true)])
+        #expect(try Self.decide(sameKeyTwice, "localhost-chain").failure?.reason == .pinMismatch)
+    }
+
+    @Test func aLoneFingerprintCannotMeetAPolicyThatNeedsACAMatch() throws {
+        let store = try Self.store(policies: [PinPolicy(domain: "localhost", pins: [
+            .certificate(sha256Base64: try TestResources.certificate("pki/localhost.pem").fingerprintBase64, depth: 0),
+            .caKey(spkiSHA256Base64: try Self.spki("intermediate-ca")),
+        ], requiresMatchInEachCategory: true)])
+        #expect(store.validate(commonName: "localhost", fingerprint: try TestResources.certificate("pki/localhost.pem").fingerprint) == .untrusted)
     }
 
     @Test func anExpiredPolicyIsWarnedAboutAtStartAndCounted() throws {
@@ -215,17 +253,15 @@ import Testing
         #expect(try Self.leafDecision(store, "localhost").failure?.reason == .issuerPinsNeedChain)
     }
 
-    @Test func theLeafRuleLetsThroughOnlyWhatExpiredPoliciesCoverEntirely() throws {
+    @Test func theLeafRuleTreatsExpiredPoliciesAsNoPins() throws {
         let clock = ManualClock.inValidPeriod()
-        // localhost.pem is valid for localhost and 127.0.0.1: both names must be covered.
+        // localhost.pem is valid for localhost and 127.0.0.1; expired policies cover both.
         let expired = PinPolicy(domain: "localhost", pins: [.leafKey(spkiSHA256Base64: try Self.spki("attacker")), .leafKey(spkiSHA256Base64: Self.backup)],
                                 expiration: clock.now() - 1)
-        let one = try Self.store(policies: [expired], clock: clock)
-        #expect(try Self.leafDecision(one, "localhost").failure?.reason == .noPinsForHost(updateResult: nil))
         let both = try Self.store(policies: [
             expired, PinPolicy(domain: "127.0.0.1", pins: expired.pins, expiration: expired.expiration),
         ], clock: clock)
-        #expect(try Self.leafDecision(both, "localhost").isAllowed)
+        #expect(try Self.leafDecision(both, "localhost").failure?.reason == .noPinsForHost(updateResult: nil))
     }
 
     @Test func theLeafRuleRefusesEverythingWhileDenyPinsAreSet() throws {
@@ -239,6 +275,14 @@ import Testing
 
 /// Which hosts a policy's domain covers.
 @Suite struct HostPatternTests {
+    @Test func aWildcardLeafMayServeADomainPinnedWithItsSubdomains() throws {
+        // A *.example.com leaf serves api.example.com itself: the leaf-only rule must check
+        // that policy's pins, not skip them.
+        #expect(try HostPattern(domain: "api.example.com", includesSubdomains: true).mayMatch(leafName: "*.example.com"))
+        #expect(try HostPattern(domain: "api.example.com", includesSubdomains: false).mayMatch(leafName: "*.example.com"))
+        #expect(try !HostPattern(domain: "a.b.example.com", includesSubdomains: true).mayMatch(leafName: "*.example.com"))
+    }
+
     static func covers(_ domain: String, includesSubdomains: Bool = false, _ host: String) throws -> Bool {
         try HostPattern(domain: domain, includesSubdomains: includesSubdomains).matches(HostName.lookupKey(host) ?? "")
     }

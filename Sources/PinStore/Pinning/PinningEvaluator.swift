@@ -149,11 +149,13 @@ public struct PinningEvaluator: Sendable {
         switch store.checkRules(host: lookupKey, chain: chain) {
         case .denied(let depth):
             return .deny(PinningFailure(host: host, reason: .deniedKey(depth: depth), details: store.mismatchReport(host: lookupKey, chain: chain)))
-        case .trusted, .expiredPoliciesOnly:
+        case .trusted:
             return .allow(validatedChain: validatedChain)
         case .mismatch:
             return .deny(PinningFailure(host: host, reason: .pinMismatch, details: store.mismatchReport(host: lookupKey, chain: chain)))
-        case .noPins:
+        case .noPins, .expiredPoliciesOnly:
+            // An expired policy stops applying; the host is then as unpinned as one whose list
+            // pins expired: refused (fail closed; a clock moved forward must not open hosts).
             return .deny(PinningFailure(host: host, reason: .noPinsForHost(updateResult: nil)))
         }
     }

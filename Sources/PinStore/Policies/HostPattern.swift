@@ -108,7 +108,12 @@ struct HostPattern: Sendable, Hashable {
         case .exact: return base.hasSuffix("." + parent) && !base.dropLast(parent.count + 1).contains(".")
         case .address: return false
         case .oneLabel: return parent == base
-        case .anyLabels, .domainAndSubdomains: return parent == base || parent.hasSuffix("." + base)
+        case .anyLabels: return parent == base || parent.hasSuffix("." + base)
+        // The domain itself is one label under `parent` too (`api.example.com` with
+        // subdomains, against a `*.example.com` leaf).
+        case .domainAndSubdomains:
+            return parent == base || parent.hasSuffix("." + base)
+                || (base.hasSuffix("." + parent) && !base.dropLast(parent.count + 1).contains("."))
         }
     }
 }

@@ -108,6 +108,17 @@ struct CompiledIdentity: Sendable {
         }
     }
 
+    /// Whether the pin matches a certificate above the leaf (Apple's CA category): a pin that
+    /// could match any position (`anyKey`, a certificate at any depth) counts only there.
+    func matchesAboveLeaf(_ chain: ValidatedChain) -> Bool {
+        switch identity.kind {
+        case .certificate(.some(0)), .key(0), .leafKey: return false
+        case .certificate(nil): return chain.fingerprints.dropFirst().contains { $0.constantTimeEquals(digest) }
+        case .caKey, .anyKey: return chain.keys.dropFirst().contains { $0.constantTimeEquals(digest) }
+        case .certificate, .key: return matches(chain)
+        }
+    }
+
     /// Whether the pin is about the leaf only (Apple's leaf category).
     var isLeafPin: Bool {
         switch identity.kind {

@@ -75,14 +75,17 @@ struct CompiledPolicy: Sendable {
         for identity in policy.pins {
             identities.append(try CompiledIdentity(identity, policy: policy.domain))
         }
-        let distinct = Set(policy.pins)
+        // Distinct by what they match: the same digest under two kinds is one key or one
+        // certificate, not a backup.
+        let distinct = Set(identities.map(\.digest))
         guard distinct.count >= 2 else {
             throw PinStoreError(.invalidConfiguration, "policy \(policy.domain): \(distinct.count) distinct pin(s); a policy needs at least two, "
                 + "a backup pin (a key not yet deployed, or a second CA), so that one key change cannot lock every client out.")
         }
         self.policy = policy
         self.identities = identities
-        self.expires = policy.expiration.map { Int64($0.timeIntervalSince1970.rounded(.down)) } ?? .max
+        // Int64(_:) traps on NaN, infinity and out-of-range values: a far or absurd date is "never".
+        self.expires = policy.expiration.flatMap { Int64(exactly: $0.timeIntervalSince1970.rounded(.down)) } ?? .max
     }
 
     /// Whether the policy admits the chain: one matching pin, or with
@@ -91,7 +94,9 @@ struct CompiledPolicy: Sendable {
         guard policy.requiresMatchInEachCategory else { return identities.contains { $0.matches(chain) } }
         let leaf = identities.filter(\.isLeafPin)
         let above = identities.filter { !$0.isLeafPin }
-        return (leaf.isEmpty || leaf.contains { $0.matches(chain) }) && (above.isEmpty || above.contains { $0.matches(chain) })
+        // The CA category must be met above the leaf: a pin that could match anywhere must not
+        // let the leaf satisfy both categories alone.
+        return (leaf.isEmpty || leaf.contains { $0.matches(chain) }) && (above.isEmpty || above.contains { $0.matchesAboveLeaf(chain) })
     }
 
     /// Whether only the chain (not the leaf alone) can prove this policy: a match in the CA

@@ -11,7 +11,8 @@ extension PinStore {
         case noPins
         /// The key at `depth` is denied.
         case denied(depth: Int)
-        /// Only expired static policies cover the host: they no longer enforce.
+        /// Only expired static policies cover the host: they no longer apply, and the host is
+        /// refused as unpinned.
         case expiredPoliciesOnly
     }
 
@@ -99,7 +100,8 @@ extension PinStore {
         var applies = false
         for policy in staticPins.policies where now < policy.expires && policy.pattern.matches(host) {
             applies = true
-            guard let digest else { continue }
+            // A policy that also requires a CA match cannot be proved by a lone fingerprint.
+            guard let digest, !policy.needsChainForEveryMatch else { continue }
             for identity in policy.identities where identity.identity.kind == .certificate(depth: 0) || identity.identity.kind == .certificate(depth: nil) {
                 if identity.digest.constantTimeEquals(digest) { return .trusted }
             }

@@ -78,7 +78,6 @@ extension PinStore {
         }
 
         var coveredAny = false
-        var coveredExpiredPolicy = false
         var issuerOnly: String?
         // Downloaded and fallback pins together, and the static policies: a name's pins are
         // those of every source (a policy on an exact name or address joins that name's entry).
@@ -98,7 +97,7 @@ extension PinStore {
             for (name, pins) in index.pinnedNames(coveredBy: names) { add(name, pins: pins, policyPins: []) }
         }
         for policy in staticPins.policies where names.all.contains(where: { policy.pattern.mayMatch(leafName: $0) }) {
-            guard now < policy.expires else { coveredExpiredPolicy = true; continue }
+            guard now < policy.expires else { continue }
             let name = policy.pattern.kind == .exact || policy.pattern.kind == .address ? policy.pattern.base : HostName.normalized(policy.policy.domain)
             add(name, pins: [], policyPins: policy.identities, needsChain: policy.needsChainForEveryMatch)
         }
@@ -138,12 +137,9 @@ extension PinStore {
         if let issuerOnly {
             return (.deny(PinningFailure(host: issuerOnly, reason: .issuerPinsNeedChain)), primary)
         }
-        // Only expired policies: they stopped enforcing, but only for names they cover. The
-        // requested host is one of the leaf's names, unknown here, so every name must be covered.
-        let expiredCoverAll = coveredExpiredPolicy && names.all.allSatisfy { name in
-            staticPins.policies.contains { now >= $0.expires && $0.pattern.mayMatch(leafName: name) }
-        }
-        guard coveredAny || expiredCoverAll else {
+        // Expired policies no longer apply: a leaf only they cover is unpinned (refused), as on
+        // the chain-aware adapters.
+        guard coveredAny else {
             return (.deny(PinningFailure(host: primary, reason: .noPinsForHost(updateResult: nil))), primary)
         }
         return (.allow(validatedChain: [der]), primary)
