@@ -5,7 +5,8 @@ import Foundation
 /// ```swift
 /// switch await evaluator.evaluate(host: "api.example.com", presentedChain: chainDER) {
 /// case .allow: break                                  // continue the handshake
-/// case .deny(let failure): logger.error("\(failure)") // close the connection
+/// case .deny(let failure): logger.debug("\(failure)") // close the connection (metrics and
+///                                                     // store.decisions() see it too)
 /// }
 /// ```
 public enum PinningDecision: Sendable, Hashable, CustomStringConvertible {
