@@ -1,6 +1,9 @@
 #include "CPinStoreShims.h"
 #include <openssl/crypto.h>
 #include <openssl/err.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 void CPinStoreShims_OPENSSL_free(void *pointer) { OPENSSL_free(pointer); }
 
@@ -23,3 +26,9 @@ int CPinStoreShims_ERR_GET_REASON(unsigned long error) { return ERR_GET_REASON(e
 EVP_PKEY *CPinStoreShims_EVP_PKEY_generate_ec(const char *curveName) { return EVP_PKEY_Q_keygen(NULL, NULL, "EC", curveName); }
 int CPinStoreShims_EVP_PKEY_PUBLIC_KEY(void) { return EVP_PKEY_PUBLIC_KEY; }
 unsigned long CPinStoreShims_XN_FLAG_RFC2253_UTF8(void) { return XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB; }
+
+void CPinStoreShims_malloc_trim(void) {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}

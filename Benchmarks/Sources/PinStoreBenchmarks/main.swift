@@ -97,6 +97,17 @@ if arguments.count == 2, arguments[1] == "session" {
     exit(0)
 }
 #endif
+// `validate-loop N OPS`: OPS lookups in an N-entry store and nothing else, for an instruction
+// count that a busy machine cannot disturb:
+//   valgrind --tool=callgrind --callgrind-out-file=/dev/null PinStoreBenchmarks validate-loop 1000 100000
+// minus the same with OPS = 0, divided by OPS.
+if arguments.count == 4, arguments[1] == "validate-loop", let size = Int(arguments[2]), let operations = Int(arguments[3]) {
+    let entries = makeEntries(size)
+    let store = try storeWithFallback(entries, publicKey: try P256PrivateKey().publicKey.x963Representation.base64EncodedString())
+    let probe = entries[size / 2]
+    for _ in 0..<operations { Harness.consume(store.validate(commonName: probe.name, fingerprint: probe.fingerprint)) }
+    exit(0)
+}
 if arguments.count == 3, arguments[1] == "memory" {
     // The parent wrote the list; reading it is part of the baseline, building the store is not.
     let json = try Data(contentsOf: URL(fileURLWithPath: arguments[2]))

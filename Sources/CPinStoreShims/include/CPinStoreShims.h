@@ -45,4 +45,8 @@ int CPinStoreShims_EVP_PKEY_PUBLIC_KEY(void);
 /// `XN_FLAG_RFC2253` without escaping of UTF-8 bytes, so names print as readable UTF-8.
 unsigned long CPinStoreShims_XN_FLAG_RFC2253_UTF8(void);
 
+/// glibc's `malloc_trim(0)` (not in Swift's Glibc module): hands free heap pages back to the
+/// system. Does nothing where the C library has no such call.
+void CPinStoreShims_malloc_trim(void);
+
 #endif

@@ -39,43 +39,14 @@ final class PinIndex: Sendable {
         return depth >= 0 && depth < keys.count && keys[depth].constantTimeEquals(pin.fingerprint)
     }
 
-    /// The pins of one name: inline when there is one, so most names cost no array.
-    enum Pins: Sendable {
-        case one(Pin)
-        case many([Pin])
-
-        func appending(_ pin: Pin) -> Pins {
-            switch self {
-            case .one(let first): .many([first, pin])
-            case .many(let pins): .many(pins + [pin])
-            }
-        }
-
-        /// Calls `body` with each pin until it returns true; returns whether it did.
-        @inline(__always)
-        func first(where body: (Pin) -> Bool) -> Bool {
-            switch self {
-            case .one(let pin): return body(pin)
-            case .many(let pins):
-                for pin in pins where body(pin) { return true }
-                return false
-            }
-        }
-
-        var all: [Pin] {
-            switch self {
-            case .one(let pin): [pin]
-            case .many(let pins): pins
-            }
-        }
-    }
-
     /// Pins by lowercased exact name.
-    let exact: [String: Pins]
+    let exact: PinNameTable
     /// Pins of `*.suffix` names, by lowercased suffix.
-    let wildcard: [String: Pins]
+    let wildcard: PinNameTable
     /// Whether the index holds no pin at all (expired ones included).
     let isEmpty: Bool
+    /// How many pins the index holds (expired ones included).
+    var pinCount: Int { exact.pins.count + wildcard.pins.count }
     /// The latest `expires` of any pin (Unix seconds; `.min` when empty): the index has a
     /// valid pin at `t` exactly when `t < latestExpires`.
     let latestExpires: Int64
@@ -83,9 +54,9 @@ final class PinIndex: Sendable {
     static let empty = PinIndex(entries: [])
 
     init(entries: [FingerprintEntry]) {
-        // Sized up front: a growing table would leave its smaller copies behind as garbage.
-        var exact: [String: Pins] = Dictionary(minimumCapacity: entries.count)
-        var wildcard: [String: Pins] = [:]
+        var exact: [(name: String, pin: Pin)] = []
+        var wildcard: [(name: String, pin: Pin)] = []
+        exact.reserveCapacity(entries.count)
         var latest = Int64.min
         for entry in entries {
             guard let fingerprint = Digest32(entry.fingerprint) else { continue }
@@ -93,15 +64,14 @@ final class PinIndex: Sendable {
             latest = max(latest, entry.expires)
             let name = HostName.normalized(entry.name)
             if name.hasPrefix("*.") {
-                let suffix = String(name.dropFirst(2))
-                wildcard[suffix] = wildcard[suffix].map { $0.appending(pin) } ?? .one(pin)
+                wildcard.append((String(name.dropFirst(2)), pin))
             } else {
-                exact[name] = exact[name].map { $0.appending(pin) } ?? .one(pin)
+                exact.append((name, pin))
             }
         }
-        self.exact = exact
-        self.wildcard = wildcard
-        self.isEmpty = exact.isEmpty && wildcard.isEmpty
+        self.exact = PinNameTable(exact)
+        self.wildcard = PinNameTable(wildcard)
+        self.isEmpty = self.exact.isEmpty && self.wildcard.isEmpty
         self.latestExpires = latest
     }
 
@@ -111,29 +81,29 @@ final class PinIndex: Sendable {
     @inline(__always)
     @discardableResult
     func forEachPin(matching host: String, _ body: (Pin) -> Bool) -> Bool {
-        if let pins = exact[host], pins.first(where: body) { return true }
-        guard !wildcard.isEmpty, let dot = host.utf8.firstIndex(of: UInt8(ascii: ".")) else { return false }
-        let parent = String(host[host.index(after: dot)...])
-        // "*.com"-style entries would need a parent with a dot of its own to be sane, but the
-        // list decides what it pins; an empty parent never matches.
-        guard !parent.isEmpty, let pins = wildcard[parent] else { return false }
-        return pins.first(where: body)
+        func lookUp(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+            if exact.firstPin(named: name, where: body) { return true }
+            guard !wildcard.isEmpty, let dot = name.firstIndex(of: UInt8(ascii: ".")) else { return false }
+            // "*.com"-style entries would need a parent with a dot of its own to be sane, but the
+            // list decides what it pins; an empty parent never matches.
+            let parent = UnsafeBufferPointer(rebasing: name[(dot + 1)...])
+            return !parent.isEmpty && wildcard.firstPin(named: parent, where: body)
+        }
+        // Native strings are contiguous UTF-8; a bridged one is copied once.
+        return host.utf8.withContiguousStorageIfAvailable(lookUp) ?? Array(host.utf8).withUnsafeBufferPointer(lookUp)
     }
 
     /// Pins valid at `seconds` (Unix), for the `pinstore_valid_pins` gauge.
     func validPinCount(at seconds: Int64) -> Int {
         guard seconds < latestExpires else { return 0 }
-        var count = 0
-        for pins in exact.values { for pin in pins.all where seconds < pin.expires { count += 1 } }
-        for pins in wildcard.values { for pin in pins.all where seconds < pin.expires { count += 1 } }
-        return count
+        return exact.pins.count { seconds < $0.expires } + wildcard.pins.count { seconds < $0.expires }
     }
 
     /// The pins as entries (names normalized, wildcards as `*.suffix`), sorted by name.
     var entries: [FingerprintEntry] {
-        func entries(_ table: [String: Pins], prefix: String) -> [FingerprintEntry] {
-            table.flatMap { name, pins in
-                pins.all.map { pin in
+        func entries(_ table: PinNameTable, prefix: String) -> [FingerprintEntry] {
+            table.names.flatMap { name, pins in
+                pins.map { pin in
                     let (depth, kind): (Int, FingerprintEntry.Kind) = pin.depth == PinIndex.caKeyDepth ? (0, .caPublicKey)
                         : pin.isKeyPin ? (pin.depth - PinIndex.keyDepthBase, .publicKey) : (pin.depth, .certificate)
                     return FingerprintEntry(name: prefix + name, fingerprint: pin.fingerprint.data, expires: pin.expires, depth: depth, kind: kind)
@@ -142,6 +112,146 @@ final class PinIndex: Sendable {
         }
         return (entries(exact, prefix: "") + entries(wildcard, prefix: "*."))
             .sorted { ($0.name, $0.kind.rawValue, $0.depth, $0.expires) < ($1.name, $1.kind.rawValue, $1.depth, $1.expires) }
+    }
+}
+
+/// Pins by name, in four flat arrays: a store may hold 100,000 pins, and a `[String: [Pin]]`
+/// costs a heap allocation per name (most names are longer than a small string) and a bucket
+/// of the full value size per slot, about three times what is kept here. (Written by hand for
+/// that reason only: it is an open-addressing table of indices with Swift's seeded `Hasher`,
+/// built once and never changed.)
+struct PinNameTable: Sendable {
+    /// Where one name's bytes and pins are.
+    struct Slot: Sendable {
+        let nameStart: UInt32
+        let nameCount: UInt32
+        let pinStart: UInt32
+        let pinCount: UInt32
+    }
+
+    /// Every name's UTF-8, back to back.
+    private let nameBytes: [UInt8]
+    /// One slot per distinct name.
+    private let slots: [Slot]
+    /// Every pin, grouped by name in the order the list gave them.
+    let pins: [PinIndex.Pin]
+    /// Open addressing over `slots`: a slot index, or -1 for empty; the count is a power of two
+    /// at least twice the number of names, so probes stay short.
+    private let buckets: [Int32]
+
+    var isEmpty: Bool { slots.isEmpty }
+
+    init(_ named: [(name: String, pin: PinIndex.Pin)]) {
+        guard !named.isEmpty, named.count < Int(Int32.max) else {
+            (nameBytes, slots, pins, buckets) = ([], [], [], [])
+            return
+        }
+        var bucketCount = 8
+        while bucketCount < named.count * 2 { bucketCount <<= 1 }
+        var buckets = [Int32](repeating: -1, count: bucketCount)
+        var nameBytes: [UInt8] = []
+        var firstEntry: [Int] = []          // per slot: the entry that named it
+        var slotOfEntry = [Int32](repeating: 0, count: named.count)
+        var pinCounts: [UInt32] = []
+        for (index, item) in named.enumerated() {
+            var name = item.name
+            let slot: Int32 = name.withUTF8 { bytes in
+                var bucket = Self.hash(bytes) & (bucketCount - 1)
+                while buckets[bucket] >= 0 {
+                    let existing = Int(buckets[bucket])
+                    let other = named[firstEntry[existing]].name
+                    if other.utf8.elementsEqual(bytes) { return Int32(existing) }
+                    bucket = (bucket + 1) & (bucketCount - 1)
+                }
+                buckets[bucket] = Int32(firstEntry.count)
+                firstEntry.append(index)
+                pinCounts.append(0)
+                return buckets[bucket]
+            }
+            slotOfEntry[index] = slot
+            pinCounts[Int(slot)] += 1
+        }
+        // Lay the pins out name by name (a counting sort keeps the list's order within a name).
+        var slots: [Slot] = []
+        slots.reserveCapacity(firstEntry.count)
+        var nextPin: [Int] = []
+        nextPin.reserveCapacity(firstEntry.count)
+        var pinStart = 0
+        for (slot, entry) in firstEntry.enumerated() {
+            let start = nameBytes.count
+            nameBytes.append(contentsOf: named[entry].name.utf8)
+            slots.append(Slot(nameStart: UInt32(start), nameCount: UInt32(nameBytes.count - start),
+                              pinStart: UInt32(pinStart), pinCount: pinCounts[slot]))
+            nextPin.append(pinStart)
+            pinStart += Int(pinCounts[slot])
+        }
+        var pins = [PinIndex.Pin](repeating: named[0].pin, count: named.count)
+        for (index, item) in named.enumerated() {
+            let slot = Int(slotOfEntry[index])
+            pins[nextPin[slot]] = item.pin
+            nextPin[slot] += 1
+        }
+        // Byte arrays grow by doubling: give back the slack.
+        self.nameBytes = Array(nameBytes)
+        self.slots = slots
+        self.pins = pins
+        self.buckets = buckets
+    }
+
+    private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        var hasher = Hasher()
+        hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+        return hasher.finalize()
+    }
+
+    /// The slot of `name`, if the table has it.
+    @inline(__always)
+    private func slot(named name: UnsafeBufferPointer<UInt8>) -> Slot? {
+        guard let query = name.baseAddress, !slots.isEmpty else { return nil }
+        let mask = buckets.count &- 1
+        var bucket = Self.hash(name) & mask
+        return nameBytes.withUnsafeBufferPointer { all -> Slot? in
+            guard let names = all.baseAddress else { return nil }
+            return buckets.withUnsafeBufferPointer { buckets in
+                slots.withUnsafeBufferPointer { slots in
+                    while true {
+                        let index = Int(buckets[bucket])
+                        guard index >= 0 else { return nil }
+                        let slot = slots[index]
+                        // Every stored name lies inside `names` (the table built both).
+                        if Int(slot.nameCount) == name.count, memcmp(names + Int(slot.nameStart), query, name.count) == 0 {
+                            return slot
+                        }
+                        bucket = (bucket &+ 1) & mask
+                    }
+                }
+            }
+        }
+    }
+
+    /// Calls `body` with each pin of `name` until it returns true; returns whether it did.
+    @inline(__always)
+    func firstPin(named name: UnsafeBufferPointer<UInt8>, where body: (PinIndex.Pin) -> Bool) -> Bool {
+        guard let slot = slot(named: name) else { return false }
+        return pins.withUnsafeBufferPointer { pins in
+            for index in Int(slot.pinStart)..<Int(slot.pinStart) + Int(slot.pinCount) where body(pins[index]) { return true }
+            return false
+        }
+    }
+
+    /// The pins of `name`, if any.
+    subscript(name: String) -> ArraySlice<PinIndex.Pin>? {
+        var name = name
+        guard let slot = name.withUTF8({ slot(named: $0) }) else { return nil }
+        return pins[Int(slot.pinStart)..<Int(slot.pinStart + slot.pinCount)]
+    }
+
+    /// Every name with its pins (for the rare paths that must look at all of them).
+    var names: [(name: String, pins: ArraySlice<PinIndex.Pin>)] {
+        slots.map { slot in
+            (String(decoding: nameBytes[Int(slot.nameStart)..<Int(slot.nameStart + slot.nameCount)], as: UTF8.self),
+             pins[Int(slot.pinStart)..<Int(slot.pinStart + slot.pinCount)])
+        }
     }
 }
 

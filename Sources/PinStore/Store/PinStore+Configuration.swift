@@ -98,7 +98,7 @@ extension PinStore {
             return base.appendingPathComponent("PinStore")
         }
 
-        func validated() throws(PinStoreError) -> (P256PublicKey, [FingerprintEntry], StaticPins) {
+        func validated() throws(PinStoreError) -> (P256PublicKey, PinIndex, StaticPins) {
             guard serviceURL.isAcceptableListURL(allowingLoopbackHTTP: true) else {
                 throw PinStoreError(.invalidConfiguration, "serviceURL \(serviceURL.absoluteString) must be https (plain http is allowed only for a loopback host).")
             }
@@ -119,10 +119,11 @@ extension PinStore {
             if let bad = expectedCommonNames?.first(where: { HostName.lookupKey($0) == nil }) {
                 throw PinStoreError(.invalidConfiguration, "expectedCommonNames: \(String(reflecting: bad)) is not a host name (empty, an empty label such as a leading dot, or a control character).")
             }
-            var fallback: [FingerprintEntry] = []
+            // The fallback's entries and parse die here: only the index leaves.
+            var fallback = PinIndex.empty
             if let fallbackData {
                 do {
-                    fallback = try FingerprintListDocument(body: fallbackData).entries.map(\.entry)
+                    fallback = PinIndex(entries: try FingerprintListDocument(body: fallbackData).entries.map(\.entry))
                 } catch {
                     throw PinStoreError(.invalidConfiguration, "fallbackData: \(error.reason)")
                 }

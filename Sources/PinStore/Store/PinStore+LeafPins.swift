@@ -206,23 +206,23 @@ extension PinIndex {
             if firstLabel.contains("*") {
                 // A wildcard leaf name serves any host of one label under `parent` that fits the
                 // label's pattern: every exact pinned name like that is covered.
-                for (pinned, pins) in exact where Self.split(pinned).parent == parent
+                for (pinned, pins) in exact.names where Self.split(pinned).parent == parent
                     && Self.wildcardLabel(firstLabel, matches: Self.split(pinned).firstLabel) {
-                    add(pinned, pins.all)
+                    add(pinned, Array(pins))
                 }
             } else if let pins = exact[name] {
-                add(name, pins.all)
+                add(name, Array(pins))
             }
             // `*.parent` pins apply to every host whose parent is `parent`, which this leaf name
             // (exact or wildcard) can serve. IP addresses too: the index does not tell them apart.
             if let parent, let pins = wildcard[parent] {
-                add("*." + parent, pins.all)
+                add("*." + parent, Array(pins))
             }
         }
         // Pinned IP addresses written in another text form than the certificate's.
         if !leaf.addresses.isEmpty {
-            for (pinned, pins) in exact where !seen.contains(pinned) && pinned.contains(":") {
-                if leaf.addresses.contains(IPAddressText.canonical(pinned)) { add(pinned, pins.all) }
+            for (pinned, pins) in exact.names where !seen.contains(pinned) && pinned.contains(":") {
+                if leaf.addresses.contains(IPAddressText.canonical(pinned)) { add(pinned, Array(pins)) }
             }
         }
         return result

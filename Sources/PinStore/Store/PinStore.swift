@@ -149,7 +149,7 @@ public final class PinStore: Sendable {
         self.clock = clock
         self.fetcher = fetcher
         self.verifier = ListSignatureVerifier(publicKey: publicKey)
-        self.fallbackIndex = PinIndex(entries: fallback)
+        self.fallbackIndex = fallback
         self.staticPins = staticPins
         self.metrics = PinStoreMetrics(identifier: configuration.identifier, factory: metricsFactory ?? MetricsSystem.factory)
         self.expectedNames = configuration.expectedCommonNames.map { Set($0.map(HostName.normalized)) }
@@ -160,6 +160,8 @@ public final class PinStore: Sendable {
                                   inFlight: nil))
         loadPersistedList()
         warnAboutExpiredPolicies()
+        let storedPins = state.withLock { $0.stored?.index.pinCount ?? 0 }
+        FreedMemory.returnAfterLargeList(pinCount: max(fallbackIndex.pinCount, storedPins))
     }
 
     deinit {
@@ -468,6 +470,9 @@ public final class PinStore: Sendable {
                 return UpdateReport(result: .ok, error: nil)
             }
             let report = await self.downloadAndApply()
+            if report.result == .ok {
+                FreedMemory.returnAfterLargeList(pinCount: self.state.withLock { $0.stored?.index.pinCount ?? 0 })
+            }
             let now = self.clock.now()
             self.state.withLock { state in
                 state.inFlight = nil
