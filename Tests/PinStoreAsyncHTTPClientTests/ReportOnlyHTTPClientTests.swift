@@ -24,9 +24,12 @@ import Testing
         let store = try Self.store(.reportOnly)
         let events = store.decisions()
         let client = try Pins.client(store, updateOnEmpty: false, updateOnMismatch: false)
-        let (response, body) = try await Pins.get(client, server)
+        // Shut the client down whatever happens: AsyncHTTPClient traps on a client dropped running.
+        let outcome: Result<(HTTPClientResponse, String), any Error>
+        do { outcome = .success(try await Pins.get(client, server)) } catch { outcome = .failure(error) }
         try await client.shutdown()
         await server.shutdown()
+        let (response, body) = try outcome.get()
         #expect(response.status == .ok)
         #expect(body == "hello over a pinned connection")
         var iterator = events.makeAsyncIterator()
