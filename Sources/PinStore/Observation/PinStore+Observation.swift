@@ -8,12 +8,23 @@ public struct PinningEvent: Sendable {
     public let decision: PinningDecision
     /// When the decision was made.
     public let date: Date
+    /// False for a pin failure that report-only mode let through
+    /// (``PinningDecision/reportOnly(_:validatedChain:)``): the connection went on. True for every
+    /// other decision, allowed or denied.
+    public let enforced: Bool
 
-    /// Creates an event.
+    /// The pin failure behind the decision, enforced (a denial) or not (report-only); nil when
+    /// the connection was allowed by its pins.
+    public var failure: PinningFailure? {
+        decision.failure ?? decision.reportedFailure
+    }
+
+    /// Creates an event; ``enforced`` follows from `decision`.
     public init(host: String, decision: PinningDecision, date: Date) {
         self.host = host
         self.decision = decision
         self.date = date
+        self.enforced = decision.reportedFailure == nil
     }
 }
 
@@ -64,6 +75,7 @@ extension PinStore {
         let continuations = observers.withLock { Array($0.decisionContinuations.values) }
         for continuation in continuations { continuation.yield(event) }
         metrics.record(decision)
+        logReportOnly(decision, host: host)
     }
 
     /// Registers `handler`, called after every change of the list in force (an update applied,

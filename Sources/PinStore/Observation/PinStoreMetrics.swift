@@ -12,6 +12,11 @@ struct PinStoreMetrics: Sendable {
     private let hostNotExpected: Counter
     private let issuerPinsNeedChain: Counter
     private let deniedKey: Counter
+    /// Report-only failures (`outcome="reported"`): the connection went on. Only the reasons
+    /// report-only mode relaxes.
+    private let reportedPinMismatch: Counter
+    private let reportedNoPinsForHost: Counter
+    private let reportedIssuerPinsNeedChain: Counter
     /// `pinstore_updates_total`, by result.
     private let updates: [PinStore.UpdateResult: Counter]
     /// `pinstore_list_save_failures_total`: verified lists that could not be written to disk.
@@ -42,6 +47,9 @@ struct PinStoreMetrics: Sendable {
         hostNotExpected = decisions("denied", "host_not_expected")
         issuerPinsNeedChain = decisions("denied", "issuer_pins_need_chain")
         deniedKey = decisions("denied", "denied_key")
+        reportedPinMismatch = decisions("reported", "pin_mismatch")
+        reportedNoPinsForHost = decisions("reported", "no_pins_for_host")
+        reportedIssuerPinsNeedChain = decisions("reported", "issuer_pins_need_chain")
         var updates: [PinStore.UpdateResult: Counter] = [:]
         for result in [PinStore.UpdateResult.ok, .storeIsEmpty, .networkError, .invalidData, .invalidSignature] {
             updates[result] = Counter(label: Self.updatesLabel, dimensions: [store, ("result", result.metricName)], factory: factory)
@@ -63,6 +71,16 @@ struct PinStoreMetrics: Sendable {
             case .noPinsForHost: noPinsForHost.increment()
             case .hostNotExpected: hostNotExpected.increment()
             case .issuerPinsNeedChain: issuerPinsNeedChain.increment()
+            case .deniedKey: deniedKey.increment()
+            }
+        case .reportOnly(let failure, _):
+            switch failure.reason {
+            case .pinMismatch: reportedPinMismatch.increment()
+            case .noPinsForHost: reportedNoPinsForHost.increment()
+            case .issuerPinsNeedChain: reportedIssuerPinsNeedChain.increment()
+            // Never made report-only (PinStore+ReportOnly.swift); counted as what they are.
+            case .chainNotTrusted: chainNotTrusted.increment()
+            case .hostNotExpected: hostNotExpected.increment()
             case .deniedKey: deniedKey.increment()
             }
         }

@@ -12,8 +12,9 @@ extension PinStore {
     /// platform's normal trust evaluation (`SecTrustEvaluateWithError`) and then the pin check;
     /// every other challenge is passed on untouched with `.performDefaultHandling`.
     ///
-    /// Trusted and pinned: `.performDefaultHandling` (the system evaluates as it always would).
-    /// Anything else: `.cancelAuthenticationChallenge`, so no request byte is sent.
+    /// Trusted and pinned (or a pin failure in report-only mode, recorded first):
+    /// `.performDefaultHandling` (the system evaluates as it always would). Anything else:
+    /// `.cancelAuthenticationChallenge`, so no request byte is sent.
     ///
     /// Call it from an existing delegate:
     /// ```swift
@@ -61,7 +62,8 @@ extension PinStore {
                           _ completionHandler: @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
         record(decision, host: host)
         switch decision {
-        case .allow:
+        case .allow, .reportOnly:
+            // Report-only: the pin failure is recorded above; the connection goes on.
             completionHandler(.performDefaultHandling, nil)
         case .deny(let failure):
             // Refusals go to the metrics and the decision stream; debug only, so a hostile

@@ -7,6 +7,8 @@ import Foundation
 /// case .allow: break                                  // continue the handshake
 /// case .deny(let failure): logger.debug("\(failure)") // close the connection (metrics and
 ///                                                     // store.decisions() see it too)
+/// case .reportOnly: break                             // continue: a pin failure in
+///                                                     // report-only mode, already reported
 /// }
 /// ```
 public enum PinningDecision: Sendable, Hashable, CustomStringConvertible {
@@ -16,17 +18,40 @@ public enum PinningDecision: Sendable, Hashable, CustomStringConvertible {
     case allow(validatedChain: [Data])
     /// The connection must not be used; the failure says why and what to do.
     case deny(PinningFailure)
+    /// Report-only (audit) mode: the chain passed the normal trust evaluation, the pin check
+    /// failed, and the pins that failed run report-only (``PinStore/Configuration/enforcement``,
+    /// ``PinPolicy/reportOnly``). The connection goes on; the failure is reported to the metrics
+    /// (`outcome="reported"`), ``PinStore/decisions(bufferingNewest:)`` (with
+    /// ``PinningEvent/enforced`` false) and a debug log line. `validatedChain` is as in
+    /// ``allow(validatedChain:)``. Only pin mismatches and hosts without pins are ever relaxed:
+    /// never the normal trust evaluation, expected hosts or deny pins.
+    case reportOnly(PinningFailure, validatedChain: [Data])
 
-    /// Whether the connection may go on.
+    /// Whether the connection may go on (``allow(validatedChain:)`` or ``reportOnly(_:validatedChain:)``).
     public var isAllowed: Bool {
-        if case .allow = self { return true }
-        return false
+        if case .deny = self { return false }
+        return true
     }
 
-    /// The reason for a denial; nil when allowed.
+    /// The reason for a denial; nil when the connection may go on (also in report-only mode:
+    /// see ``reportedFailure``).
     public var failure: PinningFailure? {
         if case .deny(let failure) = self { return failure }
         return nil
+    }
+
+    /// The pin failure a report-only decision let through; nil otherwise.
+    public var reportedFailure: PinningFailure? {
+        if case .reportOnly(let failure, _) = self { return failure }
+        return nil
+    }
+
+    /// The validated chain (leaf to anchor) of a connection that may go on; nil for a denial.
+    public var validatedChain: [Data]? {
+        switch self {
+        case .allow(let chain), .reportOnly(_, let chain): chain
+        case .deny: nil
+        }
     }
 
     /// A one-line summary for logs.
@@ -36,6 +61,8 @@ public enum PinningDecision: Sendable, Hashable, CustomStringConvertible {
             "allowed: \(chain.first.flatMap { try? X509Certificate(derRepresentation: $0) }?.subject ?? "?") is trusted and pinned"
         case .deny(let failure):
             "denied: \(failure)"
+        case .reportOnly(let failure, _):
+            "allowed in report-only mode, pin check failed: \(failure)"
         }
     }
 }

@@ -121,6 +121,11 @@ public struct PinningEvaluator: Sendable {
     /// 3. deny pins: a denied key anywhere in the chain refuses, whatever else matches;
     /// 4. the pin rules: allowed when at least one pin that applies to the host (list entries
     ///    and static policies together) matches the chain.
+    ///
+    /// Then the two ways a pin failure may end other than in a refusal (PinStore+ReportOnly.swift):
+    /// a host without pins that the signed challenge-mode list says needs none is allowed
+    /// (``DomainsConfig``), and a pin mismatch or a host without pins whose pins run report-only
+    /// goes on as ``PinningDecision/reportOnly(_:validatedChain:)``. Steps 1 to 3 are never relaxed.
     static func pinDecision(store: PinStore, host: String, validatedChain: [Data]) -> PinningDecision {
         let pinHost = pinHostName(host)
         if let expected = store.expectedNames, !expected.contains(HostName.normalized(pinHost)) {
@@ -132,10 +137,11 @@ public struct PinningEvaluator: Sendable {
             case .trusted:
                 return .allow(validatedChain: validatedChain)
             case .untrusted:
-                return .deny(PinningFailure(host: host, reason: .pinMismatch,
-                                            details: ValidatedChain(validated: validatedChain).map { store.mismatchReport(host: pinHost, chain: $0) }))
+                return store.pinFailureDecision(PinningFailure(host: host, reason: .pinMismatch,
+                                                               details: ValidatedChain(validated: validatedChain).map { store.mismatchReport(host: pinHost, chain: $0) }),
+                                                enforcing: store.listPinsEnforced, validatedChain: validatedChain)
             case .empty:
-                return .deny(PinningFailure(host: host, reason: .noPinsForHost(updateResult: nil)))
+                return unpinnedDecision(store: store, host: host, lookupKey: HostName.lookupKey(pinHost), validatedChain: validatedChain)
             }
         }
         guard let chain = ValidatedChain(validated: validatedChain) else {
@@ -151,19 +157,32 @@ public struct PinningEvaluator: Sendable {
             return .deny(PinningFailure(host: host, reason: .deniedKey(depth: depth), details: store.mismatchReport(host: lookupKey, chain: chain)))
         case .trusted:
             return .allow(validatedChain: validatedChain)
-        case .mismatch:
-            return .deny(PinningFailure(host: host, reason: .pinMismatch, details: store.mismatchReport(host: lookupKey, chain: chain)))
+        case .mismatch(let enforcing):
+            return store.pinFailureDecision(PinningFailure(host: host, reason: .pinMismatch, details: store.mismatchReport(host: lookupKey, chain: chain)),
+                                            enforcing: enforcing, validatedChain: validatedChain)
         case .noPins, .expiredPoliciesOnly:
             // An expired policy stops applying; the host is then as unpinned as one whose list
             // pins expired: refused (fail closed; a clock moved forward must not open hosts).
-            return .deny(PinningFailure(host: host, reason: .noPinsForHost(updateResult: nil)))
+            return unpinnedDecision(store: store, host: host, lookupKey: lookupKey, validatedChain: validatedChain)
         }
+    }
+
+    /// A host nothing pins, after trust, expected hosts and deny pins passed: allowed when the
+    /// signed challenge-mode list says the host needs no pins (``DomainsConfig``), reported when
+    /// hosts without pins run report-only, refused otherwise.
+    private static func unpinnedDecision(store: PinStore, host: String, lookupKey: String?, validatedChain: [Data]) -> PinningDecision {
+        if let lookupKey, store.serverRequiresNoPins(for: lookupKey) {
+            return .allow(validatedChain: validatedChain)
+        }
+        return store.pinFailureDecision(PinningFailure(host: host, reason: .noPinsForHost(updateResult: nil)),
+                                        enforcing: store.listPinsEnforced, validatedChain: validatedChain)
     }
 
     /// The refresh rule every adapter follows: a host without pins, or a valid chain that
     /// matches none, may mean the list changed since it was loaded.
+    /// Report-only failures too: the update still happens before the final decision.
     static func wantsUpdate(after decision: PinningDecision, updateOnEmpty: Bool, updateOnMismatch: Bool) -> Bool {
-        guard case .deny(let failure) = decision else { return false }
+        guard let failure = decision.failure ?? decision.reportedFailure else { return false }
         switch failure.reason {
         case .noPinsForHost: return updateOnEmpty
         case .pinMismatch: return updateOnMismatch
@@ -176,10 +195,14 @@ public struct PinningEvaluator: Sendable {
     static func pinDecisionAfterUpdate(store: PinStore, host: String, validatedChain: [Data]) async -> PinningDecision {
         let updateResult = await store.updateAfterRefusal()
         let second = pinDecision(store: store, host: host, validatedChain: validatedChain)
-        if case .deny(let again) = second, case .noPinsForHost = again.reason {
+        switch second {
+        case .deny(let again) where again.reason.isNoPinsForHost:
             return .deny(PinningFailure(host: host, reason: .noPinsForHost(updateResult: updateResult)))
+        case .reportOnly(let again, let chain) where again.reason.isNoPinsForHost:
+            return .reportOnly(PinningFailure(host: host, reason: .noPinsForHost(updateResult: updateResult)), validatedChain: chain)
+        default:
+            return second
         }
-        return second
     }
 
     /// The name pins are looked up by: an IPv6 literal without its brackets.

@@ -41,6 +41,10 @@ public struct PinPolicy: Sendable, Hashable {
     /// just any one pin. Default false (one matching pin is enough). The policy as a whole still
     /// combines with the list and other policies by the one rule (any that admits the chain).
     public var requiresMatchInEachCategory: Bool
+    /// Report-only (audit) mode for this policy (TrustKit's `enforcePinning = NO`): when the
+    /// policy is the only thing pinning a host and its pins fail, the connection goes on and the
+    /// failure is reported (``PinningDecision/reportOnly(_:validatedChain:)``). Default false.
+    public var reportOnly: Bool = false
 
     /// Creates a policy.
     public init(domain: String, includesSubdomains: Bool = false, pins: [PinIdentity], expiration: Date? = nil,

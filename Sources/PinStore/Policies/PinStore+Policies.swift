@@ -5,8 +5,9 @@ extension PinStore {
     enum RuleOutcome: Sendable, Equatable {
         /// A pin that applies to the host matches.
         case trusted
-        /// Pins apply to the host, none matches.
-        case mismatch
+        /// Pins apply to the host, none matches. `enforcing`: whether any source that applied
+        /// enforces (the list unless it runs report-only; a policy unless ``PinPolicy/reportOnly``).
+        case mismatch(enforcing: Bool)
         /// Nothing pins the host.
         case noPins
         /// The key at `depth` is denied.
@@ -26,7 +27,9 @@ extension PinStore {
         let now = Int64(clock.now().timeIntervalSince1970.rounded(.down))
         let (applying, expired) = staticPins.policies(for: host, now: now)
         for policy in applying where policy.admits(chain) { return .trusted }
-        if list == .untrusted || !applying.isEmpty { return .mismatch }
+        if list == .untrusted || !applying.isEmpty {
+            return .mismatch(enforcing: (list == .untrusted && listPinsEnforced) || applying.contains { !$0.policy.reportOnly })
+        }
         return expired.isEmpty ? .noPins : .expiredPoliciesOnly
     }
 

@@ -52,6 +52,10 @@ extension PinStore {
         /// pin. Adapters that see only the leaf (AsyncHTTPClient) refuse every connection while
         /// this is set, as they cannot see the keys above the leaf. Default none.
         public var deniedPublicKeys: [String]
+        /// Whether pin failures refuse connections (the default) or are only reported: report-only
+        /// (audit) mode for the whole store or for the signed list's pins (see ``Enforcement``;
+        /// a single policy: ``PinPolicy/reportOnly``). Set it after `init`.
+        public var enforcement: Enforcement = .enforced
 
         /// Creates a configuration; every value after `publicKey` has a default.
         public init(serviceURL: URL,

@@ -34,7 +34,7 @@ extension PinStore {
     /// `host` names the decision for reports: the pinned name that failed, or the leaf's first name.
     package func leafDecision(leafCertificate der: Data) -> (decision: PinningDecision, host: String) {
         let (decision, primary) = leafPinDecision(der)
-        return (decision, decision.failure?.host ?? primary)
+        return (decision, (decision.failure ?? decision.reportedFailure)?.host ?? primary)
     }
 
     /// The decision, and the leaf's first name.
@@ -79,29 +79,37 @@ extension PinStore {
 
         var coveredAny = false
         var issuerOnly: String?
+        // Report-only: the first failure whose pins all run report-only; it becomes the decision
+        // only when no enforced failure is found for another covered name.
+        var reported: PinningFailure?
         // Downloaded and fallback pins together, and the static policies: a name's pins are
         // those of every source (a policy on an exact name or address joins that name's entry).
-        var covered: [(name: String, pins: [PinIndex.Pin], policyPins: [CompiledIdentity], needsChain: Bool)] = []
+        // `enforcing`: whether any source of the name's pins enforces (report-only mode).
+        var covered: [(name: String, pins: [PinIndex.Pin], policyPins: [CompiledIdentity], needsChain: Bool, enforcing: Bool)] = []
         var position: [String: Int] = [:]
-        func add(_ name: String, pins: [PinIndex.Pin], policyPins: [CompiledIdentity], needsChain: Bool = false) {
+        func add(_ name: String, pins: [PinIndex.Pin], policyPins: [CompiledIdentity], needsChain: Bool = false, enforcing: Bool) {
             if let at = position[name] {
                 covered[at].pins += pins
                 covered[at].policyPins += policyPins
                 covered[at].needsChain = covered[at].needsChain || needsChain
+                covered[at].enforcing = covered[at].enforcing || enforcing
             } else {
                 position[name] = covered.count
-                covered.append((name, pins, policyPins, needsChain))
+                covered.append((name, pins, policyPins, needsChain, enforcing))
             }
         }
         for index in [stored, fallbackIndex].compactMap({ $0 }) {
-            for (name, pins) in index.pinnedNames(coveredBy: names) { add(name, pins: pins, policyPins: []) }
+            for (name, pins) in index.pinnedNames(coveredBy: names) {
+                // Expired list pins are skipped below; only live ones make the name enforcing.
+                add(name, pins: pins, policyPins: [], enforcing: listPinsEnforced && pins.contains { now < $0.expires })
+            }
         }
         for policy in staticPins.policies where names.all.contains(where: { policy.pattern.mayMatch(leafName: $0) }) {
             guard now < policy.expires else { continue }
             let name = policy.pattern.kind == .exact || policy.pattern.kind == .address ? policy.pattern.base : HostName.normalized(policy.policy.domain)
-            add(name, pins: [], policyPins: policy.identities, needsChain: policy.needsChainForEveryMatch)
+            add(name, pins: [], policyPins: policy.identities, needsChain: policy.needsChainForEveryMatch, enforcing: !policy.policy.reportOnly)
         }
-        for (name, pins, policyPins, needsChain) in covered {
+        for (name, pins, policyPins, needsChain, enforcing) in covered {
             var hasLeafPin = false
             var hasIssuerPin = false
             var matched = false
@@ -129,18 +137,31 @@ extension PinStore {
             guard hasLeafPin || hasIssuerPin else { continue }   // only expired pins: not pinned
             coveredAny = true
             if matched { continue }
+            let failure = PinningFailure(host: name, reason: hasLeafPin && !hasIssuerPin ? .pinMismatch : .issuerPinsNeedChain)
+            guard case .deny = pinFailureDecision(failure, enforcing: enforcing, validatedChain: [der]) else {
+                reported = reported ?? failure
+                continue
+            }
             if hasLeafPin && !hasIssuerPin {
-                return (.deny(PinningFailure(host: name, reason: .pinMismatch)), primary)
+                return (.deny(failure), primary)
             }
             issuerOnly = issuerOnly ?? name
         }
         if let issuerOnly {
             return (.deny(PinningFailure(host: issuerOnly, reason: .issuerPinsNeedChain)), primary)
         }
+        if let reported {
+            return (.reportOnly(reported, validatedChain: [der]), primary)
+        }
         // Expired policies no longer apply: a leaf only they cover is unpinned (refused), as on
-        // the chain-aware adapters.
+        // the chain-aware adapters; unless the signed challenge-mode list says that every host
+        // the leaf can serve needs no pins (DomainsConfig), or hosts without pins run report-only.
         guard coveredAny else {
-            return (.deny(PinningFailure(host: primary, reason: .noPinsForHost(updateResult: nil))), primary)
+            if serverRequiresNoPins(forLeafNames: names.all) {
+                return (.allow(validatedChain: [der]), primary)
+            }
+            return (pinFailureDecision(PinningFailure(host: primary, reason: .noPinsForHost(updateResult: nil)),
+                                       enforcing: listPinsEnforced, validatedChain: [der]), primary)
         }
         return (.allow(validatedChain: [der]), primary)
     }
@@ -164,10 +185,14 @@ extension PinStore {
     package func leafDecisionAfterUpdate(leafCertificate der: Data) async -> (decision: PinningDecision, host: String) {
         let updateResult = await updateAfterRefusal()
         let second = leafDecision(leafCertificate: der)
-        if case .deny(let failure) = second.decision, case .noPinsForHost = failure.reason {
+        switch second.decision {
+        case .deny(let failure) where failure.reason.isNoPinsForHost:
             return (.deny(PinningFailure(host: failure.host, reason: .noPinsForHost(updateResult: updateResult))), second.host)
+        case .reportOnly(let failure, let chain) where failure.reason.isNoPinsForHost:
+            return (.reportOnly(PinningFailure(host: failure.host, reason: .noPinsForHost(updateResult: updateResult)), validatedChain: chain), second.host)
+        default:
+            return second
         }
-        return second
     }
 }
 

@@ -110,6 +110,8 @@ public final class PinStore: Sendable {
         let persisted: PersistedList
         let entries: [FingerprintEntry]
         let timestamp: Int64?
+        /// The server's per-domain switch: challenge mode only (``DomainsConfig``).
+        var domainsConfig: DomainsConfig? = nil
     }
 
     /// What the store keeps of the list in force: its pins, indexed, and what later updates
@@ -123,6 +125,9 @@ public final class PinStore: Sendable {
         let updatedAt: Double?
         /// SHA-256 over the signed material and schedule as saved, to recognise the same file.
         let identity: Data
+        /// The server's per-domain switch, re-derived from the signed body on every load
+        /// (challenge mode only).
+        var domainsConfig: DomainsConfig? = nil
     }
 
     /// Creates a store, loading (and re-verifying) any list saved by an earlier run.
@@ -550,7 +555,8 @@ public final class PinStore: Sendable {
             // The signature covers the body: check it before parsing anything.
             try verifier.verifyChallenge(body: persisted.body, challenge: persisted.challenge ?? "", signatureHeader: persisted.signature)
             let document = try FingerprintListDocument(body: persisted.body)
-            return VerifiedList(persisted: persisted, entries: document.entries.map(\.entry), timestamp: document.timestamp)
+            return VerifiedList(persisted: persisted, entries: document.entries.map(\.entry), timestamp: document.timestamp,
+                                domainsConfig: try DomainsConfig(challengeBody: persisted.body))
         }
     }
 
@@ -598,15 +604,17 @@ public final class PinStore: Sendable {
             metrics.saveFailures.increment()
             logger.error("could not save the fingerprint list; it is in force in this process only", metadata: ["reason": "\(error)"])
         }
-        install(valid, from: persisted, timestamp: verified.timestamp, now: now)
+        install(valid, from: persisted, timestamp: verified.timestamp, domainsConfig: verified.domainsConfig, now: now)
         return saveError
     }
 
     /// Makes `entries` (verified, from `persisted`) the list in force and tells whoever keeps
     /// trust derived from the old one.
-    private func install(_ entries: [FingerprintEntry], from persisted: PersistedList, timestamp: Int64?, now: Date) {
+    private func install(_ entries: [FingerprintEntry], from persisted: PersistedList, timestamp: Int64?,
+                         domainsConfig: DomainsConfig?, now: Date) {
         let list = StoredList(index: PinIndex(entries: entries), timestamp: timestamp,
-                              updatedAt: persisted.updatedAt, identity: Self.identity(of: persisted))
+                              updatedAt: persisted.updatedAt, identity: Self.identity(of: persisted),
+                              domainsConfig: domainsConfig)
         // The file's date is not signed (and another process may run with a longer interval):
         // never later than this store's own periodic interval.
         let nextUpdate = min(Date(timeIntervalSince1970: persisted.nextUpdate),
@@ -637,7 +645,7 @@ public final class PinStore: Sendable {
             let verified = try verify(persisted)
             let now = clock.now()
             let valid = verified.entries.filter { $0.isValid(at: now) }
-            install(valid, from: persisted, timestamp: verified.timestamp, now: now)
+            install(valid, from: persisted, timestamp: verified.timestamp, domainsConfig: verified.domainsConfig, now: now)
         } catch {
             logger.warning("ignoring the stored fingerprint list", metadata: ["reason": "\(error)", "file": "\(file.url.path)"])
         }
@@ -663,7 +671,7 @@ public final class PinStore: Sendable {
             try Self.checkRollback(verified, against: current)
             let valid = verified.entries.filter { $0.isValid(at: now) }
             guard !valid.isEmpty else { return false }
-            install(valid, from: persisted, timestamp: verified.timestamp, now: now)
+            install(valid, from: persisted, timestamp: verified.timestamp, domainsConfig: verified.domainsConfig, now: now)
             logger.info("adopted the newer fingerprint list another process saved", metadata: ["entries": "\(valid.count)", "identifier": "\(configuration.identifier)"])
             return true
         } catch {

@@ -119,7 +119,9 @@ public struct PinningTLSVerifier: Sendable {
                                  onDecision: (@Sendable (PinningDecision) -> Void)?, logger: Logger) {
         onDecision?(decision)
         switch decision {
-        case .allow(let chain):
+        case .allow(let chain), .reportOnly(_, let chain):
+            // Report-only: the pin check failed but its pins run report-only; the store has
+            // reported it (PinningEvaluator.report). The chain passed the normal evaluation.
             do {
                 let certificates = try chain.map { try NIOSSLCertificate(bytes: Array($0), format: .der) }
                 guard !certificates.isEmpty else {

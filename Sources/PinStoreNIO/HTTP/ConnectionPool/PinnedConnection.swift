@@ -132,7 +132,8 @@ final class PinnedConnection: Sendable {
                 channel.close(promise: nil)
                 return channel.eventLoop.makeFailedFuture(error)
             }.flatMapThrowing { negotiated -> PinnedConnection in
-                guard case .allow(let chain)? = decision.withLock({ $0 }) else {
+                // Allowed, or a report-only failure: the connection goes on with the validated chain.
+                guard let chain = decision.withLock({ $0 })?.validatedChain else {
                     // The handshake cannot complete without an allow; refuse rather than guess.
                     channel.close(promise: nil)
                     throw PinnedHTTPFailure.setup("The TLS handshake completed without a pinning decision.")

@@ -214,7 +214,7 @@ final class PinnedConnectionPool: Sendable {
 
     /// Whether the chain `connection` was admitted with is still pinned for its host.
     private func stillPinned(_ connection: PinnedConnection) -> Bool {
-        store.validate(commonName: connection.key.host, certificateChain: connection.validatedChain) == .trusted
+        store.stillAdmits(host: connection.key.host, validatedChain: connection.validatedChain)
     }
 
     // MARK: Running actions
