@@ -12,6 +12,7 @@ struct PinStoreMetrics: Sendable {
     private let hostNotExpected: Counter
     private let issuerPinsNeedChain: Counter
     private let deniedKey: Counter
+    private let transportSecurityNotMet: Counter
     /// `pinstore_updates_total`, by result.
     private let updates: [PinStore.UpdateResult: Counter]
     /// `pinstore_list_save_failures_total`: verified lists that could not be written to disk.
@@ -42,6 +43,7 @@ struct PinStoreMetrics: Sendable {
         hostNotExpected = decisions("denied", "host_not_expected")
         issuerPinsNeedChain = decisions("denied", "issuer_pins_need_chain")
         deniedKey = decisions("denied", "denied_key")
+        transportSecurityNotMet = decisions("denied", "transport_security_not_met")
         var updates: [PinStore.UpdateResult: Counter] = [:]
         for result in [PinStore.UpdateResult.ok, .storeIsEmpty, .networkError, .invalidData, .invalidSignature] {
             updates[result] = Counter(label: Self.updatesLabel, dimensions: [store, ("result", result.metricName)], factory: factory)
@@ -64,6 +66,7 @@ struct PinStoreMetrics: Sendable {
             case .hostNotExpected: hostNotExpected.increment()
             case .issuerPinsNeedChain: issuerPinsNeedChain.increment()
             case .deniedKey: deniedKey.increment()
+            case .transportSecurityNotMet: transportSecurityNotMet.increment()
             }
         }
     }

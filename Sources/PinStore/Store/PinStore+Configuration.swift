@@ -52,6 +52,10 @@ extension PinStore {
         /// pin. Adapters that see only the leaf (AsyncHTTPClient) refuse every connection while
         /// this is set, as they cannot see the keys above the leaf. Default none.
         public var deniedPublicKeys: [String]
+        /// Per-domain relaxations of the ATS transport minimums that every pinned connection
+        /// meets by default (TLS 1.2, forward secrecy, SHA-256 signatures, RSA-2048/EC-256 keys);
+        /// see ``TransportSecurityException``. Default none. Set it after `init`.
+        public var transportSecurityExceptions: [TransportSecurityException] = []
 
         /// Creates a configuration; every value after `publicKey` has a default.
         public init(serviceURL: URL,
