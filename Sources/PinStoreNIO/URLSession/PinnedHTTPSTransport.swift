@@ -92,9 +92,9 @@ final class PinnedHTTPSTransport: Sendable {
         tls.certificateVerification = .fullVerification
         let context: Result<NIOSSLContext, PinnedHTTPFailure>
         do {
-            // ATS's handshake minimums (TLS 1.2, forward-secret suites) for every host; the
-            // verifier derives a relaxed context from this one for a host with an exception.
-            tls = try TransportSecurityTLS.applying(.ats, to: tls)
+            // swift-nio-ssl's defaults on purpose: the verifier derives from this context one
+            // per host requirements (ATS's minimums, or a host's exception), and never lowers
+            // what its base asks.
             context = .success(try NIOSSLContext(configuration: tls))
         } catch {
             context = .failure(.setup("The TLS context could not be created: \(error)"))
