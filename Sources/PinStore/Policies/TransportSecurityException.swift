@@ -47,7 +47,8 @@ public enum TLSProtocolVersion: String, Sendable, Hashable, CaseIterable, Compar
 /// for the host itself wins over one for a parent domain with ``includesSubdomains``); a parent
 /// domain's entry covers its subdomains only with ``includesSubdomains``, as ATS's
 /// `NSIncludesSubdomains`. Wildcards are refused: write the parent domain with
-/// ``includesSubdomains``.
+/// ``includesSubdomains``. An app's `NSExceptionDomains` reads in with
+/// ``PinPolicyImport/transportSecurityExceptions(infoPlist:)``.
 public struct TransportSecurityException: Sendable, Hashable {
     /// A host name (`legacy.example.com`) or an IP address.
     public var domain: String

@@ -24,7 +24,8 @@ import PinStore
 /// The custom callback replaces swift-nio-ssl's own chain verification, so this verifier does
 /// all of it (anchors, dates, host name) before pinning: it never relaxes what the default
 /// verification would refuse. A refused chain fails the handshake before any application byte is
-/// written.
+/// written. Apple ATS's transport minimums hold too (TLS 1.2, forward secrecy, SHA-256 signatures,
+/// RSA-2048/EC-256 keys, relaxed per domain by ``PinStore/TransportSecurityException``).
 public struct PinningTLSVerifier: Sendable {
     /// The decision this verifier applies.
     public let evaluator: PinningEvaluator
@@ -54,6 +55,10 @@ public struct PinningTLSVerifier: Sendable {
     }
 
     /// The verification callback for a connection to `serverHostname`.
+    ///
+    /// It enforces ATS's certificate minimums (through the evaluator) but cannot touch the
+    /// handshake's: give the handler a context made from
+    /// ``clientConfiguration(for:base:)`` so the TLS version and cipher-suite minimums hold too.
     ///
     /// - Important: swift-nio-ssl ignores a callback's refusal when the context's
     ///   `certificateVerification` is `.none` (and `.optionalVerification` lets a server skip
