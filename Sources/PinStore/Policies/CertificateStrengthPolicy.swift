@@ -29,8 +29,7 @@ package struct CertificateStrengthPolicy: Sendable {
     /// returned it). A certificate that cannot be read fails the key requirement: a check is
     /// never skipped for a certificate it cannot see.
     package func check(validatedChain: [Data]) -> Verdict {
-        for (depth, der) in validatedChain.enumerated() {
-            let facts = CertificateStrengthFacts.of(der)
+        for (depth, facts) in CertificateStrengthFacts.of(validatedChain).enumerated() {
             if let problem = facts.keyProblem {
                 return .failsToMeetPolicy(TransportSecurityViolation(requirement: .certificateKeySize, depth: depth, detail: problem))
             }
@@ -44,7 +43,7 @@ package struct CertificateStrengthPolicy: Sendable {
     /// Both rules for a leaf seen alone, by an adapter that never sees the chain (its
     /// signature is judged: a leaf is never the anchor there).
     package static func check(leaf der: Data) -> TransportSecurityViolation? {
-        let facts = CertificateStrengthFacts.of(der)
+        guard let facts = CertificateStrengthFacts.of([der]).first else { return nil }
         if let problem = facts.keyProblem {
             return TransportSecurityViolation(requirement: .certificateKeySize, depth: 0, detail: problem)
         }
@@ -69,19 +68,32 @@ struct CertificateStrengthFacts: Sendable, Hashable {
     /// Why the signature's digest falls short, nil when it meets the minimum.
     let signatureProblem: String?
 
-    /// Facts by certificate SHA-256: parsing a certificate costs far more than hashing it, and
-    /// servers present the same few certificates on every connection. Emptied at ``cacheLimit``.
-    private static let cache = Locked<[Digest32: CertificateStrengthFacts]>([:])
-    private static let cacheLimit = 4_096
+    /// Facts by certificate DER: parsing a certificate costs far more than finding it here, and
+    /// servers present the same few certificates on every connection. Keyed by the bytes
+    /// themselves (hashing a DER for a dictionary is cheaper than a SHA-256 of it; equal keys are
+    /// compared whole). Emptied at ``cacheLimit`` (about a kilobyte a certificate).
+    private static let cache = Locked<[Data: CertificateStrengthFacts]>([:])
+    private static let cacheLimit = 1_024
 
-    static func of(_ der: Data) -> CertificateStrengthFacts {
-        let digest = Digest32(SHA256Digest.hash(der))
-        if let digest, let known = cache.withLock({ $0[digest] }) { return known }
-        let facts = read(der)
-        if let digest {
+    /// The facts of each certificate, in order; one lock for the lookups of a whole chain.
+    static func of(_ chain: [Data]) -> [CertificateStrengthFacts] {
+        let known = cache.withLock { cache in chain.map { cache[$0] } }
+        var facts: [CertificateStrengthFacts] = []
+        facts.reserveCapacity(chain.count)
+        var read: [Data: CertificateStrengthFacts] = [:]
+        for (der, cached) in zip(chain, known) {
+            if let cached {
+                facts.append(cached)
+                continue
+            }
+            let made = read[der] ?? Self.read(der)
+            read[der] = made
+            facts.append(made)
+        }
+        if !read.isEmpty {
             cache.withLock { cache in
-                if cache.count >= cacheLimit { cache.removeAll(keepingCapacity: true) }
-                cache[digest] = facts
+                if cache.count + read.count > cacheLimit { cache.removeAll(keepingCapacity: true) }
+                cache.merge(read) { old, _ in old }
             }
         }
         return facts
