@@ -74,6 +74,8 @@ struct CertificateStrengthFacts: Sendable, Hashable {
     /// compared whole). Emptied at ``cacheLimit`` (about a kilobyte a certificate).
     private static let cache = Locked<[Data: CertificateStrengthFacts]>([:])
     private static let cacheLimit = 1_024
+    /// Certificates larger than this (real ones are one or two kilobytes) are read every time.
+    private static let cacheableSize = 16 * 1_024
 
     /// The facts of each certificate, in order; one lock for the lookups of a whole chain.
     static func of(_ chain: [Data]) -> [CertificateStrengthFacts] {
@@ -87,7 +89,8 @@ struct CertificateStrengthFacts: Sendable, Hashable {
                 continue
             }
             let made = read[der] ?? Self.read(der)
-            read[der] = made
+            // Only ordinary sizes are kept: the cache holds the bytes themselves.
+            if der.count <= cacheableSize { read[der] = made }
             facts.append(made)
         }
         if !read.isEmpty {
