@@ -74,6 +74,7 @@ let package = Package(
             name: "PinStoreAsyncHTTPClient",
             dependencies: [
                 "PinStore",
+                "PinStoreNIO",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

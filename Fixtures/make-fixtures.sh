@@ -576,6 +576,9 @@ XML
 }
 write_policy_fixtures
 
+# The ATS transport-minimum certificates (weak digests and keys), from the CA above.
+"$FIXTURES/make-ats-fixtures.sh"
+
 # Test keys protect nothing; readable keys keep tests working under any user.
 chmod 644 "$PKI"/*.key.pem "$KEYS"/*.key.pem
 

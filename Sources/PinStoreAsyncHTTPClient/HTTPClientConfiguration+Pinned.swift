@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import PinStore
+import PinStoreNIO
 
 extension HTTPClient.Configuration {
     /// A configuration whose every connection is pinned through `store`.
@@ -62,8 +63,17 @@ extension HTTPClient.Configuration {
     /// Connection initializers already set are kept and run after the pin check. A request's own
     /// `HTTPClientRequest.tlsConfiguration` is not visible here: keep `.fullVerification` in it.
     ///
+    /// ATS's transport minimums: the client's TLS configuration gets a minimum version of TLS 1.2
+    /// (or the lowest a ``PinStore/TransportSecurityException`` allows any host, each connection's
+    /// negotiated version then checked against its own host's minimum in the initializer) and
+    /// forward-secret suites only, for every host: AsyncHTTPClient cannot show which suite a
+    /// connection negotiated, so a forward-secrecy exception cannot be honoured per host here
+    /// (use PinStoreNIO for such a host). The leaf's key size and signature digest are checked in
+    /// the initializer; the certificates above the leaf are not visible to it.
+    ///
     /// - Throws: ``PinnedHTTPClientError`` when the TLS configuration does not run the full
-    ///   default verification (`certificateVerification` other than `.fullVerification`).
+    ///   default verification (`certificateVerification` other than `.fullVerification`), or
+    ///   cannot meet the transport minimums.
     public mutating func pin(with store: PinStore, updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
                              logger: Logger? = nil) throws(PinnedHTTPClientError) {
         if let tls = tlsConfiguration {
@@ -72,6 +82,15 @@ extension HTTPClient.Configuration {
             case .none: throw .certificateVerificationDisabled
             default: throw .hostnameVerificationDisabled
             }
+        }
+        // One TLS configuration serves every host: the lowest version any host may use, and
+        // forward secrecy for all (the negotiated suite is invisible afterwards).
+        let floor = TransportSecurityRequirements(minimumTLSVersion: store.transportSecurity.lowestMinimumTLSVersion,
+                                                  requiresForwardSecrecy: true)
+        do {
+            tlsConfiguration = try TransportSecurityTLS.applying(floor, to: tlsConfiguration ?? .makeClientConfiguration())
+        } catch {
+            throw PinnedHTTPClientError(.transportMinimumUnreachable, error.reason)
         }
         let connections = PinnedConnections(store: store, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch, logger: logger)
         http1_1ConnectionDebugInitializer = connections.initializer(then: http1_1ConnectionDebugInitializer)

@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import PinStore
+import PinStoreNIO
 
 /// The pin check of one pinned `HTTPClient.Configuration`, and the connections it admitted.
 ///
@@ -61,6 +62,12 @@ final class PinnedConnections: Sendable {
             channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(error)
         }
+        if let failure = transportSecurityFailure(channel, leaf: leaf) {
+            store.record(.deny(failure), host: failure.host)
+            logger.debug("pinned HTTPClient refused a connection", metadata: ["pinstore.host": "\(failure.host)", "pinstore.reason": "\(failure)"])
+            channel.close(promise: nil)
+            return channel.eventLoop.makeFailedFuture(failure)
+        }
         // The list generation the decision is made under, read before it: a list installed
         // while the decision (or the update after a refusal) runs is then seen by the
         // connection's gate, which checks the leaf again before the first byte goes out.
@@ -74,6 +81,31 @@ final class PinnedConnections: Sendable {
         let promise = channel.eventLoop.makePromise(of: (decision: PinningDecision, host: String).self)
         promise.completeWithTask { await store.leafDecisionAfterUpdate(leafCertificate: leaf) }
         return promise.futureResult.flatMap { self.conclude($0, channel: channel, leaf: leaf, generation: generation) }
+    }
+
+    /// ATS's minimums this adapter can see: the negotiated TLS version, and the leaf's key size
+    /// and signature digest, against the strictest requirements of every host the leaf's names
+    /// cover (the host the connection was opened for is not visible here).
+    private func transportSecurityFailure(_ channel: any Channel, leaf: Data) -> PinningFailure? {
+        guard let certificate = try? X509Certificate(derRepresentation: leaf) else {
+            return PinningFailure(host: "?", reason: .transportSecurityNotMet(TransportSecurityViolation(
+                requirement: .certificateKeySize, depth: 0, detail: "the leaf certificate could not be read")))
+        }
+        let host = certificate.dnsNames.first ?? certificate.ipAddresses.first ?? certificate.commonName ?? "?"
+        let requirements = store.transportSecurity.requirements(forLeafDNSNames: certificate.dnsNames, ipAddresses: certificate.ipAddresses)
+        let negotiated = (try? channel.pipeline.syncOperations.nioSSL_tlsVersion()).flatMap { $0 }.map(TLSProtocolVersion.init)
+        guard let negotiated else {
+            return PinningFailure(host: host, reason: .transportSecurityNotMet(TransportSecurityViolation(
+                requirement: .minimumTLSVersion, detail: "the negotiated TLS version could not be read")))
+        }
+        if negotiated < requirements.minimumTLSVersion {
+            return PinningFailure(host: host, reason: .transportSecurityNotMet(TransportSecurityViolation(
+                requirement: .minimumTLSVersion, detail: "\(negotiated.rawValue) was negotiated; \(requirements.minimumTLSVersion.rawValue) or later is required")))
+        }
+        if requirements.checksCertificateStrength, let violation = CertificateStrengthPolicy.check(leaf: leaf) {
+            return PinningFailure(host: host, reason: .transportSecurityNotMet(violation))
+        }
+        return nil
     }
 
     /// The leaf the handshake verified, as DER.

@@ -23,6 +23,9 @@ public struct PinnedHTTPClientError: Error, Sendable, Hashable, CustomStringConv
         case unencryptedConnection
         /// A TLS connection whose handler gave no peer certificate.
         case noPeerCertificate
+        /// The TLS configuration cannot meet ATS's transport minimums (a maximum version below
+        /// TLS 1.2, cipher suites without a forward-secret one).
+        case transportMinimumUnreachable
     }
 
     /// What went wrong.

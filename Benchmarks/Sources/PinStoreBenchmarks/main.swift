@@ -8,6 +8,7 @@ import Glibc
 //   swift run -c release --package-path Benchmarks            all benchmarks
 //   swift run -c release --package-path Benchmarks validate   the validate(fingerprint:) rows only
 //   swift run -c release --package-path Benchmarks ahc        pinned versus unpinned AsyncHTTPClient only
+//   swift run -c release --package-path Benchmarks ats        ATS certificate minimums in a pinning decision only
 //   swift run -c release --package-path Benchmarks memory N   (internal) peak RSS of an N-entry store
 
 /// A fetcher that serves fixed bytes: the benchmarks measure PinStore, not a network.
@@ -147,6 +148,14 @@ func childMemory(_ count: Int) -> (peak: Int, retained: Int, jsonBytes: Int)? {
 if arguments.count == 2, arguments[1] == "ahc" {
     print("PinStore AsyncHTTPClient benchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
     printTable(try await asyncHTTPClientBenchmarkRows())
+    exit(0)
+}
+
+// MARK: - ATS certificate minimums only (TransportSecurityBenchmark.swift)
+
+if arguments.count == 2, arguments[1] == "ats" {
+    print("PinStore ATS certificate-minimum benchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
+    printTable(try transportSecurityBenchmarkRows())
     exit(0)
 }
 

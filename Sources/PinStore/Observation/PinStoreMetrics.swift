@@ -17,6 +17,7 @@ struct PinStoreMetrics: Sendable {
     private let reportedPinMismatch: Counter
     private let reportedNoPinsForHost: Counter
     private let reportedIssuerPinsNeedChain: Counter
+    private let transportSecurityNotMet: Counter
     /// `pinstore_updates_total`, by result.
     private let updates: [PinStore.UpdateResult: Counter]
     /// `pinstore_list_save_failures_total`: verified lists that could not be written to disk.
@@ -50,6 +51,7 @@ struct PinStoreMetrics: Sendable {
         reportedPinMismatch = decisions("reported", "pin_mismatch")
         reportedNoPinsForHost = decisions("reported", "no_pins_for_host")
         reportedIssuerPinsNeedChain = decisions("reported", "issuer_pins_need_chain")
+        transportSecurityNotMet = decisions("denied", "transport_security_not_met")
         var updates: [PinStore.UpdateResult: Counter] = [:]
         for result in [PinStore.UpdateResult.ok, .storeIsEmpty, .networkError, .invalidData, .invalidSignature] {
             updates[result] = Counter(label: Self.updatesLabel, dimensions: [store, ("result", result.metricName)], factory: factory)
@@ -72,6 +74,7 @@ struct PinStoreMetrics: Sendable {
             case .hostNotExpected: hostNotExpected.increment()
             case .issuerPinsNeedChain: issuerPinsNeedChain.increment()
             case .deniedKey: deniedKey.increment()
+            case .transportSecurityNotMet: transportSecurityNotMet.increment()
             }
         case .reportOnly(let failure, _):
             switch failure.reason {
@@ -82,6 +85,7 @@ struct PinStoreMetrics: Sendable {
             case .chainNotTrusted: chainNotTrusted.increment()
             case .hostNotExpected: hostNotExpected.increment()
             case .deniedKey: deniedKey.increment()
+            case .transportSecurityNotMet: transportSecurityNotMet.increment()
             }
         }
     }

@@ -14,7 +14,9 @@ import Logging
 // - never deny pins (`deniedKey`): a denied key is a known-compromised key or an interception
 //   product, never a legitimate rotation, and auditing it would let exactly that attacker in;
 // - never expected hosts (`hostNotExpected`): that is the app's own closed list of hosts, written
-//   in code, not pins that may lag behind a rotation.
+//   in code, not pins that may lag behind a rotation;
+// - never the ATS transport minimums (`transportSecurityNotMet`): they are part of the trust a
+//   connection must earn before pins are looked at; relax them per domain with an exception.
 
 extension PinStore.Configuration {
     /// Whether pin failures refuse the connection or are only reported (audit mode, TrustKit's
@@ -76,7 +78,7 @@ extension PinStore {
     static func reportOnlyMayRelax(_ reason: PinningFailure.Reason) -> Bool {
         switch reason {
         case .pinMismatch, .noPinsForHost, .issuerPinsNeedChain: true
-        case .chainNotTrusted, .hostNotExpected, .deniedKey: false
+        case .chainNotTrusted, .hostNotExpected, .deniedKey, .transportSecurityNotMet: false
         }
     }
 

@@ -94,6 +94,11 @@ public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible
         /// A certificate at `depth` of the validated chain has a key among
         /// ``PinStore/Configuration/deniedPublicKeys``. Deny pins win over every pin.
         case deniedKey(depth: Int)
+        /// The connection falls short of an ATS transport minimum (TLS version, forward secrecy,
+        /// a certificate's signature digest or key size) that no
+        /// ``TransportSecurityException`` relaxes for the host. Checked right after the normal
+        /// trust evaluation, before any pin.
+        case transportSecurityNotMet(TransportSecurityViolation)
     }
 
     /// The host name (or IP address) the client connected to.
@@ -143,6 +148,8 @@ public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible
             return "\(host): the host is pinned by issuer (intermediate or root) pins, which this adapter cannot check: "
                 + "AsyncHTTPClient exposes only the server's leaf certificate, never the verified chain. "
                 + "Call this host through PinStoreNIO (the pinned URLSession or PinningTLSVerifier), or publish a leaf pin for it."
+        case .transportSecurityNotMet(let violation):
+            return "\(host): the connection does not meet the transport minimum \(violation). " + violation.remedy
         case .deniedKey(let depth):
             return "\(host): the certificate at depth \(depth) of the validated chain has a denied public key (deniedPublicKeys), "
                 + "so the connection is refused whatever else matches. A compromised key or an interception product is in the path."

@@ -1,8 +1,9 @@
 import Foundation
 
 /// The one decision every pinning adapter makes for a TLS connection: first the normal trust
-/// evaluation (a chain to the trust roots, validity dates, the host name), then the pin check
-/// of the validated chain against the store.
+/// evaluation (a chain to the trust roots, validity dates, the host name) with ATS's
+/// certificate minimums over the validated chain, then the pin check of that chain against the
+/// store.
 ///
 /// ```swift
 /// let evaluator = PinningEvaluator(store: store, trustRoots: .system, updateOnEmpty: true)
@@ -106,6 +107,13 @@ public struct PinningEvaluator: Sendable {
                 return .failure(PinningFailure(host: host, reason: .chainNotTrusted(
                     ChainValidationError(.other, depth: 0, detail: "The verified chain could not be read back."))))
             }
+            // ATS's certificate minimums are part of trust: judged on the validated chain (not
+            // the presented one), before any pin, here only, so every adapter applies them.
+            let requirements = store.transportSecurity.requirements(for: host)
+            if requirements.checksCertificateStrength,
+               case .failsToMeetPolicy(let violation) = CertificateStrengthPolicy().check(validatedChain: chain) {
+                return .failure(PinningFailure(host: host, reason: .transportSecurityNotMet(violation)))
+            }
             return .success(chain)
         } catch {
             return .failure(PinningFailure(host: host, reason: .chainNotTrusted(error)))
@@ -116,7 +124,9 @@ public struct PinningEvaluator: Sendable {
     /// (leaf to anchor). Shared with the Apple glue, whose normal evaluation is `SecTrust`.
     ///
     /// The order is the security argument, and it lives here only:
-    /// 1. trust: `validatedChain` exists only once the normal trust evaluation accepted it;
+    /// 1. trust: `validatedChain` exists only once the normal trust evaluation accepted it
+    ///    and it met ATS's certificate minimums (``CertificateStrengthPolicy``, applied in
+    ///    `validate`, right after chain validation; the Apple glue leaves them to ATS itself);
     /// 2. expected hosts: a host outside ``PinStore/Configuration/expectedCommonNames`` is refused;
     /// 3. deny pins: a denied key anywhere in the chain refuses, whatever else matches;
     /// 4. the pin rules: allowed when at least one pin that applies to the host (list entries
@@ -186,7 +196,7 @@ public struct PinningEvaluator: Sendable {
         switch failure.reason {
         case .noPinsForHost: return updateOnEmpty
         case .pinMismatch: return updateOnMismatch
-        case .chainNotTrusted, .hostNotExpected, .issuerPinsNeedChain, .deniedKey: return false
+        case .chainNotTrusted, .hostNotExpected, .issuerPinsNeedChain, .deniedKey, .transportSecurityNotMet: return false
         }
     }
 

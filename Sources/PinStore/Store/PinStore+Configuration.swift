@@ -56,6 +56,10 @@ extension PinStore {
         /// (audit) mode for the whole store or for the signed list's pins (see ``Enforcement``;
         /// a single policy: ``PinPolicy/reportOnly``). Set it after `init`.
         public var enforcement: Enforcement = .enforced
+        /// Per-domain relaxations of the ATS transport minimums that every pinned connection
+        /// meets by default (TLS 1.2, forward secrecy, SHA-256 signatures, RSA-2048/EC-256 keys);
+        /// see ``TransportSecurityException``. Default none. Set it after `init`.
+        public var transportSecurityExceptions: [TransportSecurityException] = []
 
         /// Creates a configuration; every value after `publicKey` has a default.
         public init(serviceURL: URL,

@@ -88,6 +88,8 @@ public final class PinStore: Sendable {
     /// The configuration's static policies and deny pins (Policies/).
     let staticPins: StaticPins
     let expectedNames: Set<String>?
+    /// The ATS transport minimums per host (``Configuration/transportSecurityExceptions``).
+    package let transportSecurity: TransportSecurityExceptionTable
     let state: Locked<State>
     let observers = Locked(PinStoreObservers())
     let metrics: PinStoreMetrics
@@ -156,6 +158,7 @@ public final class PinStore: Sendable {
         self.verifier = ListSignatureVerifier(publicKey: publicKey)
         self.fallbackIndex = fallback
         self.staticPins = staticPins
+        self.transportSecurity = try TransportSecurityExceptionTable(configuration.transportSecurityExceptions)
         self.metrics = PinStoreMetrics(identifier: configuration.identifier, factory: metricsFactory ?? MetricsSystem.factory)
         self.expectedNames = configuration.expectedCommonNames.map { Set($0.map(HostName.normalized)) }
         // A store file is at most a list body in Base64 plus a little.

@@ -24,11 +24,14 @@ import PinStore
 /// The custom callback replaces swift-nio-ssl's own chain verification, so this verifier does
 /// all of it (anchors, dates, host name) before pinning: it never relaxes what the default
 /// verification would refuse. A refused chain fails the handshake before any application byte is
-/// written.
+/// written. Apple ATS's transport minimums hold too (TLS 1.2, forward secrecy, SHA-256 signatures,
+/// RSA-2048/EC-256 keys, relaxed per domain by ``PinStore/TransportSecurityException``).
 public struct PinningTLSVerifier: Sendable {
     /// The decision this verifier applies.
     public let evaluator: PinningEvaluator
     let logger: Logger
+    /// The TLS contexts with ATS's handshake minimums, per caller context and host requirements.
+    let transportContexts = TransportSecurityContexts()
 
     /// A verifier applying `evaluator`.
     public init(evaluator: PinningEvaluator, logger: Logger? = nil) {
@@ -52,6 +55,10 @@ public struct PinningTLSVerifier: Sendable {
     }
 
     /// The verification callback for a connection to `serverHostname`.
+    ///
+    /// It enforces ATS's certificate minimums (through the evaluator) but cannot touch the
+    /// handshake's: give the handler a context made from
+    /// ``clientConfiguration(for:base:)`` so the TLS version and cipher-suite minimums hold too.
     ///
     /// - Important: swift-nio-ssl ignores a callback's refusal when the context's
     ///   `certificateVerification` is `.none` (and `.optionalVerification` lets a server skip
@@ -94,18 +101,62 @@ public struct PinningTLSVerifier: Sendable {
     /// The SNI name is `serverHostname`, except for an IP address (TLS forbids those in SNI); the
     /// chain is still checked against the address.
     ///
+    /// The handshake meets ATS's minimums for the host (TLS 1.2 or later, forward-secret
+    /// suites only, unless a ``PinStore/TransportSecurityException`` relaxes them): when
+    /// `context` allows less, the handler uses a context derived from it with the minimum
+    /// version raised and only its forward-secret suites (made once per context and host
+    /// requirements). A handshake the server then refuses fails with swift-nio-ssl's error;
+    /// ``transportSecurityFailure(for:serverHostname:)`` names the requirement it most likely failed.
+    ///
     /// - Throws: ``PinningTLSSetupError`` when `context`'s configuration has
     ///   `certificateVerification` `.none` (or `.optionalVerification`): with it swift-nio-ssl
-    ///   ignores the callback's verdict and pinning would silently do nothing. Errors of
-    ///   `NIOSSLClientHandler` itself pass through.
+    ///   ignores the callback's verdict and pinning would silently do nothing; or when it cannot
+    ///   meet the host's transport minimums (a maximum version below them, no forward-secret
+    ///   suite). Errors of `NIOSSLClientHandler` itself pass through.
     public func makeClientHandler(context: NIOSSLContext, serverHostname: String,
                                   onDecision: (@Sendable (PinningDecision) -> Void)? = nil) throws -> NIOSSLClientHandler {
         try Self.checkVerificationEnabled(context.configuration)
         let bareHost = serverHostname.hasPrefix("[") && serverHostname.hasSuffix("]")
             ? String(serverHostname.dropFirst().dropLast()) : serverHostname
         let isAddress = (try? SocketAddress(ipAddress: bareHost, port: 0)) != nil
+        let context = try transportContexts.context(for: context, requirements: evaluator.store.transportSecurity.requirements(for: bareHost))
         return try NIOSSLClientHandler(context: context, serverHostname: isAddress ? nil : bareHost,
                                        customVerificationCallbackWithMetadata: verificationCallback(serverHostname: bareHost, onDecision: onDecision))
+    }
+
+    /// `base` with ATS's handshake minimums for `serverHostname` applied (the minimum TLS version
+    /// raised, only forward-secret suites kept, unless a ``PinStore/TransportSecurityException``
+    /// relaxes them): for callers that hand ``verificationCallback(serverHostname:onDecision:)``
+    /// to a handler of their own. ``makeClientHandler(context:serverHostname:onDecision:)`` does
+    /// this itself.
+    ///
+    /// ```swift
+    /// let tls = try verifier.clientConfiguration(for: "api.example.com")
+    /// let context = try NIOSSLContext(configuration: tls)
+    /// ```
+    ///
+    /// - Throws: ``PinningTLSSetupError`` when `base` cannot meet them.
+    public func clientConfiguration(for serverHostname: String, base: TLSConfiguration = .makeClientConfiguration()) throws -> TLSConfiguration {
+        try TransportSecurityTLS.applying(evaluator.store.transportSecurity.requirements(for: serverHostname), to: base)
+    }
+
+    /// The transport minimum a failed handshake most likely missed, as the failure a refused
+    /// chain would give: when swift-nio-ssl's error is a protocol-version refusal (the server
+    /// speaks no TLS version at or above the host's minimum) or a handshake failure while only
+    /// forward-secret suites were offered. Nil for any other error. Not reported to the store's
+    /// metrics (the evaluator never saw the connection).
+    ///
+    /// ```swift
+    /// } catch {
+    ///     if let failure = verifier.transportSecurityFailure(for: error, serverHostname: host) { throw failure }
+    ///     throw error
+    /// }
+    /// ```
+    public func transportSecurityFailure(for error: any Error, serverHostname: String) -> PinningFailure? {
+        let requirements = evaluator.store.transportSecurity.requirements(for: serverHostname)
+        return TransportSecurityTLS.violation(for: error, requirements: requirements).map {
+            PinningFailure(host: serverHostname, reason: .transportSecurityNotMet($0))
+        }
     }
 
     /// Refuses a configuration under which a verification callback is not enforced.
@@ -154,6 +205,13 @@ public struct PinningTLSSetupError: Error, Sendable, Hashable, CustomStringConve
     public static let certificateVerificationDisabled = PinningTLSSetupError(
         code: "certificateVerificationDisabled",
         reason: "The TLSConfiguration has certificateVerification .none, under which swift-nio-ssl ignores a failed verification: pinning would silently do nothing. Use .fullVerification (the default of makeClientConfiguration()).")
+
+    /// The TLS configuration cannot meet a host's ATS transport minimums (``PinStore/TransportSecurityException``).
+    public static func transportMinimumUnreachable(_ why: String) -> PinningTLSSetupError {
+        PinningTLSSetupError(code: "transportMinimumUnreachable",
+                             reason: "The TLSConfiguration cannot meet the host's transport minimums: \(why). "
+                                + "Remove the restriction, or add a TransportSecurityException for the host.")
+    }
 
     /// The code and the reason.
     public var description: String { "\(code): \(reason)" }

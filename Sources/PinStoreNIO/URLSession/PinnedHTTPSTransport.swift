@@ -92,6 +92,9 @@ final class PinnedHTTPSTransport: Sendable {
         tls.certificateVerification = .fullVerification
         let context: Result<NIOSSLContext, PinnedHTTPFailure>
         do {
+            // swift-nio-ssl's defaults on purpose: the verifier derives from this context one
+            // per host requirements (ATS's minimums, or a host's exception), and never lowers
+            // what its base asks.
             context = .success(try NIOSSLContext(configuration: tls))
         } catch {
             context = .failure(.setup("The TLS context could not be created: \(error)"))
@@ -338,6 +341,12 @@ final class PinnedHTTPSTransport: Sendable {
     static func urlError(for failure: PinnedHTTPFailure, url: URL) -> URLError {
         switch failure {
         case .pinning(let pinning):
+            if case .transportSecurityNotMet(let violation) = pinning.reason,
+               violation.requirement == .minimumTLSVersion || violation.requirement == .forwardSecrecy {
+                return urlError(.secureConnectionFailed, url,
+                                "The TLS handshake with \(pinning.host) fell short of a transport minimum, so no request was sent: \(pinning)",
+                                underlying: pinning)
+            }
             return urlError(.serverCertificateUntrusted, url,
                             "The certificate of \(pinning.host) was refused, so no request was sent: \(pinning)", underlying: pinning)
         case .timedOut:

@@ -47,12 +47,15 @@ final class LoopbackHTTPSServer: Sendable {
     }
 
     /// Starts a server presenting `chain` (PEM fixtures, leaf first) with `key`.
-    static func start(chain: [String], key: String, http2: Bool = false) async throws -> LoopbackHTTPSServer {
+    /// `configure` changes the server's TLS configuration (protocol versions, cipher suites).
+    static func start(chain: [String], key: String, http2: Bool = false,
+                      configure: (inout TLSConfiguration) -> Void = { _ in }) async throws -> LoopbackHTTPSServer {
         let certificates = try chain.flatMap { try NIOSSLCertificate.fromPEMFile(TestResources.fixturePath($0)) }
         let privateKey = try NIOSSLPrivateKey(file: TestResources.fixturePath(key), format: .pem)
         var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) },
                                                                      privateKey: .privateKey(privateKey))
         configuration.applicationProtocols = http2 ? ["h2", "http/1.1"] : ["http/1.1"]
+        configure(&configuration)
         let context = try NIOSSLContext(configuration: configuration)
         let counters = Counters()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)

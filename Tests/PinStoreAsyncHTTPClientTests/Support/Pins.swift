@@ -25,15 +25,17 @@ enum Pins {
     /// A store whose only pins are `entries`, shipped as its fallback list (fallback signatures
     /// are not checked); updates go to `serviceURL`.
     static func store(_ entries: [FingerprintEntry] = [], serviceURL: URL = URL(string: "http://127.0.0.1:1/unused")!,
-                      expectedCommonNames: [String]? = nil) throws -> PinStore {
+                      expectedCommonNames: [String]? = nil, exceptions: [TransportSecurityException] = []) throws -> PinStore {
         let fallback = entries.isEmpty ? nil : try unsignedList(entries)
-        return try PinStore(configuration: .init(
+        var configuration = PinStore.Configuration(
             serviceURL: serviceURL,
             publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
             expectedCommonNames: expectedCommonNames,
             fallbackData: fallback,
             storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-ahc-\(UUID().uuidString)"),
-            requestTimeout: 5))
+            requestTimeout: 5)
+        configuration.transportSecurityExceptions = exceptions
+        return try PinStore(configuration: configuration)
     }
 
     private static func unsignedList(_ entries: [FingerprintEntry]) throws -> Data {

@@ -36,16 +36,19 @@ final class TestServer: Sendable {
     /// Starts a TLS server presenting `chain` (PEM fixtures, leaf first) with `key`.
     /// `compressing`: responses are gzip- or deflate-encoded when the request accepts it
     /// (swift-nio-extras' `NIOHTTPResponseCompressor`).
-    static func tls(chain: [String], key: String, compressing: Bool = false) async throws -> TestServer {
-        try await start(tls: try context(chain: chain, key: key), compressing: compressing)
+    /// `configure` changes the server's TLS configuration (protocol versions, cipher suites).
+    static func tls(chain: [String], key: String, compressing: Bool = false,
+                    configure: (inout TLSConfiguration) -> Void = { _ in }) async throws -> TestServer {
+        try await start(tls: try context(chain: chain, key: key, configure: configure), compressing: compressing)
     }
 
     /// The server side TLS context for a fixture chain and key.
-    static func context(chain: [String], key: String) throws -> NIOSSLContext {
+    static func context(chain: [String], key: String, configure: (inout TLSConfiguration) -> Void = { _ in }) throws -> NIOSSLContext {
         let certificates = try chain.flatMap { try NIOSSLCertificate.fromPEMFile(TestResources.fixtures.appendingPathComponent($0).path) }
         let privateKey = try NIOSSLPrivateKey(file: TestResources.fixtures.appendingPathComponent(key).path, format: .pem)
-        let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) },
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) },
                                                                      privateKey: .privateKey(privateKey))
+        configure(&configuration)
         return try NIOSSLContext(configuration: configuration)
     }
 
@@ -318,14 +321,18 @@ enum Pins {
     }
 
     /// A store whose pins are `fallback` (static-format JSON; fallback signatures are not checked).
-    static func store(fallback: Data?, serviceURL: String = "http://127.0.0.1:1/unused") throws -> PinStore {
+    /// `exceptions`: ATS transport-minimum exceptions of the store.
+    static func store(fallback: Data?, serviceURL: String = "http://127.0.0.1:1/unused",
+                      exceptions: [TransportSecurityException] = []) throws -> PinStore {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-nio-\(UUID().uuidString)")
-        return try PinStore(configuration: .init(
+        var configuration = PinStore.Configuration(
             serviceURL: URL(string: serviceURL)!,
             publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
             fallbackData: fallback,
             storageDirectory: directory,
-            requestTimeout: 5))
+            requestTimeout: 5)
+        configuration.transportSecurityExceptions = exceptions
+        return try PinStore(configuration: configuration)
     }
 
     /// `lists/static-good.json`: localhost pinned to `pki/localhost.pem`.
@@ -334,9 +341,9 @@ enum Pins {
     }
 
     /// A store pinning `certificate` (a PEM fixture) for localhost at `depth`.
-    static func pinning(_ certificate: String, depth: Int = 0) throws -> PinStore {
+    static func pinning(_ certificate: String, depth: Int = 0, exceptions: [TransportSecurityException] = []) throws -> PinStore {
         let fingerprint = try TestResources.certificate(certificate).fingerprintBase64
         let list = #"{"fingerprints":[{"name":"localhost","fingerprint":"\#(fingerprint)","expires":4102444799,"depth":\#(depth)}]}"#
-        return try store(fallback: Data(list.utf8))
+        return try store(fallback: Data(list.utf8), exceptions: exceptions)
     }
 }

@@ -141,7 +141,14 @@ final class PinnedConnection: Sendable {
                 return PinnedConnection(id: id, key: key, validatedChain: chain, channel: channel, negotiated: negotiated)
             }
         }.flatMapErrorThrowing { error in
-            throw PinnedHTTPFailure.classify(error, decision: decision.withLock { $0 })
+            let made = decision.withLock { $0 }
+            // A handshake the TLS stack refused before any certificate was seen (no TLS version
+            // or suite in common under the host's ATS minimums): name the requirement.
+            if made == nil, let failure = verifier.transportSecurityFailure(for: error, serverHostname: key.host) {
+                verifier.evaluator.report(.deny(failure), host: key.host)
+                throw PinnedHTTPFailure.pinning(failure)
+            }
+            throw PinnedHTTPFailure.classify(error, decision: made)
         }.always { _ in
             handshakeTimeout.cancel()
         }
