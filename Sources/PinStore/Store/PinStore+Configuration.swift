@@ -52,6 +52,11 @@ extension PinStore {
         /// pin. Adapters that see only the leaf (AsyncHTTPClient) refuse every connection while
         /// this is set, as they cannot see the keys above the leaf. Default none.
         public var deniedPublicKeys: [String]
+        /// Where pin-failure reports go (``PinFailureReport``, POSTed as JSON in the background
+        /// through an unpinned session of their own, at most once a day per identical report).
+        /// https, or http to a loopback host (a local collector such as `pinstore reports`).
+        /// Default none: no report is made. Set it after `init`.
+        public var reportURI: URL? = nil
 
         /// Creates a configuration; every value after `publicKey` has a default.
         public init(serviceURL: URL,
@@ -127,6 +132,7 @@ extension PinStore {
                     throw PinStoreError(.invalidConfiguration, "fallbackData: \(error.reason)")
                 }
             }
+            try validateReportURI()
             return (key, fallback, try StaticPins(configuration: self))
         }
     }

@@ -1,0 +1,57 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Delivers one encoded pin-failure report to a collector. The store's reporter calls it from
+/// its background task, one report at a time; an error means the report is dropped (and counted).
+package protocol PinFailureReportSender: Sendable {
+    /// POSTs `body` (a ``PinFailureReport`` as JSON) to `uri`; throws when it was not accepted.
+    func send(_ body: Data, to uri: URL, timeout: TimeInterval) async throws
+}
+
+/// Why a collector did not take a report.
+package struct PinFailureReportDeliveryError: Error, Sendable, CustomStringConvertible {
+    /// What happened.
+    package let description: String
+
+    package init(description: String) {
+        self.description = description
+    }
+}
+
+/// Sends reports with URLSession (FoundationNetworking on Linux) on a fresh ephemeral session
+/// of its own per report: never the app's sessions and never a pinned one, so a report reaches
+/// the collector even while a pinned host (possibly the collector's own) is being intercepted;
+/// only the platform's normal trust evaluation applies. No cookies, cache or credentials are
+/// kept or sent; the request carries the report and `Content-Type` only.
+package struct URLSessionReportSender: PinFailureReportSender {
+    package init() {}
+
+    package func send(_ body: Data, to uri: URL, timeout: TimeInterval) async throws {
+        var request = URLRequest(url: uri, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData, timeoutInterval: timeout)
+        request.httpMethod = "POST"
+        request.httpShouldHandleCookies = false
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = timeout
+        configuration.timeoutIntervalForResource = timeout
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        configuration.urlCredentialStorage = nil
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
+        let session = URLSession(configuration: configuration)
+        defer { session.finishTasksAndInvalidate() }
+        let response: URLResponse
+        do {
+            (_, response) = try await session.upload(for: request, from: body)
+        } catch {
+            throw PinFailureReportDeliveryError(description: "the collector at \(uri.absoluteString) could not be reached: \((error as NSError).localizedDescription)")
+        }
+        guard let http = response as? HTTPURLResponse, (200..<300).contains(http.statusCode) else {
+            let status = (response as? HTTPURLResponse)?.statusCode
+            throw PinFailureReportDeliveryError(description: "the collector at \(uri.absoluteString) answered \(status.map { "HTTP \($0)" } ?? "without HTTP")")
+        }
+    }
+}
