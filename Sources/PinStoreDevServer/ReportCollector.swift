@@ -48,7 +48,7 @@ package final class ReportCollector: Sendable {
         let unique = UUID().uuidString.prefix(8).lowercased()
         let file = directory.appendingPathComponent("report-\(formatter.string(from: Date()))-\(String(format: "%06d", number))-\(unique).json")
         do {
-            try request.body.write(to: file, options: [.atomic, .withoutOverwriting])
+            try request.body.write(to: file, options: .withoutOverwriting)
         } catch {
             return Self.text(500, "cannot write \(file.path): \(error.localizedDescription)\n")
         }
