@@ -287,6 +287,23 @@ final class RecordingReportSender: PinFailureReportSender {
         #expect(Self.reportCount(metrics, "sent") == 1)
     }
 
+    @Test func aCollectorRedirectIsNotFollowedAndCountsAsAFailedDelivery() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let elsewhere = try await ListServer.start(responder: { _ in ListServerResponse(status: 204) })
+        defer { Task { try? await elsewhere.shutdown() } }
+        let redirecting = try await ListServer.start(responder: { _ in
+            ListServerResponse(status: 307, headers: [("Location", elsewhere.baseURL.appendingPathComponent("r").absoluteString)])
+        })
+        defer { Task { try? await redirecting.shutdown() } }
+        let metrics = TestMetrics()
+        let store = try Self.store(directory, reportURI: redirecting.baseURL.appendingPathComponent("pin-reports"), sender: nil, metrics: metrics)
+        _ = Self.evaluator(store).evaluateNow(host: "localhost", presentedChain: try Self.chain("attacker-chain.pem"), at: ChainValidatorTests.now)
+        await store.pinFailureReporter?.waitUntilIdle()
+        #expect(redirecting.requestCount == 1)
+        #expect(elsewhere.requestCount == 0)
+        #expect(Self.reportCount(metrics, "failed") == 1)
+    }
+
     @Test func aCollectorThatIsDownDropsReportsWithoutGrowingMemory() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         // A port that was just listening and is now closed: connections are refused at once.

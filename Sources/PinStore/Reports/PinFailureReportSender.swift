@@ -24,7 +24,7 @@ package struct PinFailureReportDeliveryError: Error, Sendable, CustomStringConve
 /// of its own per report: never the app's sessions and never a pinned one, so a report reaches
 /// the collector even while a pinned host (possibly the collector's own) is being intercepted;
 /// only the platform's normal trust evaluation applies. No cookies, cache or credentials are
-/// kept or sent; the request carries the report and `Content-Type` only.
+/// kept or sent; the request carries the report and `Content-Type` only; redirects are not followed.
 package struct URLSessionReportSender: PinFailureReportSender {
     package init() {}
 
@@ -41,7 +41,7 @@ package struct URLSessionReportSender: PinFailureReportSender {
         configuration.urlCredentialStorage = nil
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
-        let session = URLSession(configuration: configuration)
+        let session = URLSession(configuration: configuration, delegate: RefuseRedirects(), delegateQueue: nil)
         defer { session.finishTasksAndInvalidate() }
         let response: URLResponse
         do {
@@ -53,5 +53,14 @@ package struct URLSessionReportSender: PinFailureReportSender {
             let status = (response as? HTTPURLResponse)?.statusCode
             throw PinFailureReportDeliveryError(description: "the collector at \(uri.absoluteString) answered \(status.map { "HTTP \($0)" } ?? "without HTTP")")
         }
+    }
+}
+
+/// Reports are not followed through redirects: the collector configured is the only place a
+/// report goes (a 3xx answer counts as a failed delivery).
+private final class RefuseRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
     }
 }

@@ -110,8 +110,9 @@ package final class PinFailureReporter: Sendable {
             guard state.pendingCount < limits.maximumPending else { return .full }
             state.pending.append((occurrence, date))
             state.pendingSet.insert(occurrence)
-            defer { state.draining = true }
-            return .queued(startDrain: !state.draining)
+            let startDrain = !state.draining
+            state.draining = true
+            return .queued(startDrain: startDrain)
         }
         switch outcome {
         case .queued(let startDrain):
