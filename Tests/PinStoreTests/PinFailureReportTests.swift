@@ -241,6 +241,29 @@ final class RecordingReportSender: PinFailureReportSender {
         #expect(Self.reportCount(metrics, "failed") == Int64(sender.bodies.withLock { $0.count }))
     }
 
+    @Test func afterAFailedDeliveryTheCollectorIsLeftAloneForAMinute() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let sender = RecordingReportSender(fails: true)
+        let clock = ManualClock.inValidPeriod()
+        let metrics = TestMetrics()
+        let store = try Self.store(directory, clock: clock, sender: sender, metrics: metrics)
+        let evaluator = Self.evaluator(store)
+        let attacker = try Self.chain("attacker-chain.pem")
+        func fail(port: Int) async {
+            _ = evaluator.evaluateNow(host: "localhost", port: port, presentedChain: attacker, at: ChainValidatorTests.now)
+            await store.pinFailureReporter?.waitUntilIdle()
+        }
+        await fail(port: 1)
+        clock.advance(59)
+        await fail(port: 2)
+        #expect(sender.bodies.withLock { $0.count } == 1)
+        #expect(Self.reportCount(metrics, "dropped") == 1)
+        clock.advance(1)
+        await fail(port: 3)
+        #expect(sender.bodies.withLock { $0.count } == 2)
+        #expect(Self.reportCount(metrics, "failed") == 2)
+    }
+
     @Test func theRateLimitMemoryForgetsTheOldestBeyondItsBound() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         let sender = RecordingReportSender()

@@ -20,29 +20,36 @@ package struct PinFailureReportDeliveryError: Error, Sendable, CustomStringConve
     }
 }
 
-/// Sends reports with URLSession (FoundationNetworking on Linux) on a fresh ephemeral session
-/// of its own per report: never the app's sessions and never a pinned one, so a report reaches
-/// the collector even while a pinned host (possibly the collector's own) is being intercepted;
-/// only the platform's normal trust evaluation applies. No cookies, cache or credentials are
-/// kept or sent; the request carries the report and `Content-Type` only; redirects are not followed.
-package struct URLSessionReportSender: PinFailureReportSender {
-    package init() {}
+/// Sends reports with URLSession (FoundationNetworking on Linux) on an ephemeral session of its
+/// own, made with the sender: never the app's sessions and never a pinned one, so a report
+/// reaches the collector even while a pinned host (possibly the collector's own) is being
+/// intercepted; only the platform's normal trust evaluation applies. No cookies, cache or
+/// credentials are kept or sent; the request carries the report and `Content-Type` only;
+/// redirects are not followed. One session for every report, so a busy collector costs one
+/// kept-alive connection rather than a session and a handshake per report.
+package final class URLSessionReportSender: PinFailureReportSender {
+    private let session: URLSession
+
+    package init() {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        configuration.urlCredentialStorage = nil
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
+        configuration.httpMaximumConnectionsPerHost = 1
+        session = URLSession(configuration: configuration, delegate: RefuseRedirects(), delegateQueue: nil)
+    }
+
+    deinit {
+        session.finishTasksAndInvalidate()
+    }
 
     package func send(_ body: Data, to uri: URL, timeout: TimeInterval) async throws {
         var request = URLRequest(url: uri, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData, timeoutInterval: timeout)
         request.httpMethod = "POST"
         request.httpShouldHandleCookies = false
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeout
-        configuration.timeoutIntervalForResource = timeout
-        configuration.httpCookieStorage = nil
-        configuration.httpShouldSetCookies = false
-        configuration.urlCredentialStorage = nil
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
-        let session = URLSession(configuration: configuration, delegate: RefuseRedirects(), delegateQueue: nil)
-        defer { session.finishTasksAndInvalidate() }
         let response: URLResponse
         do {
             (_, response) = try await session.upload(for: request, from: body)

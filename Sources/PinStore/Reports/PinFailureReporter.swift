@@ -31,6 +31,8 @@ struct AppliedPins: Sendable, Hashable {
 /// - an identical report (same content apart from the date) goes out at most once per
 ///   ``Limits/repeatInterval``, sent or not (a collector that is down is not retried);
 /// - at most ``Limits/maximumPending`` failures wait; one more is dropped;
+/// - after a failed delivery, failures are dropped without an attempt for
+///   ``Limits/pauseAfterFailure`` (by the store's clock);
 /// - at most ``Limits/maximumRemembered`` report digests are remembered for the rate limit; the
 ///   oldest are forgotten first (such a report may then go out again sooner than a day later).
 /// Every report ends in exactly one `result` of `pinstore_reports_total` (`sent`, `failed`,
@@ -46,6 +48,9 @@ package final class PinFailureReporter: Sendable {
         package var repeatInterval: TimeInterval = 86_400
         /// Seconds before one delivery is abandoned.
         package var timeout: TimeInterval = 15
+        /// After a failed delivery, how long (seconds) new failures are dropped without trying
+        /// the collector (a collector that is down costs one attempt per pause, not one per failure).
+        package var pauseAfterFailure: TimeInterval = 60
 
         package init() {}
     }
@@ -55,6 +60,7 @@ package final class PinFailureReporter: Sendable {
     package let uri: URL
     private let sender: any PinFailureReportSender
     private let limits: Limits
+    private let clock: any PinStoreClock
     private let logger: Logger
     private let sent: Counter
     private let failed: Counter
@@ -73,6 +79,13 @@ package final class PinFailureReporter: Sendable {
         var nextOrder: UInt64 = 0
         var draining = false
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Until when deliveries are paused after a failed one.
+        var pausedUntil: Date?
+
+        func isPaused(at date: Date) -> Bool {
+            guard let pausedUntil else { return false }
+            return date < pausedUntil
+        }
 
         var pendingCount: Int { pending.count }
 
@@ -86,11 +99,12 @@ package final class PinFailureReporter: Sendable {
     }
 
     /// A reporter to `uri`. `identifier` is the store's, the `store` dimension of the metric.
-    package init(uri: URL, sender: any PinFailureReportSender, limits: Limits = Limits(), identifier: String,
-                 metricsFactory: any MetricsFactory, logger: Logger) {
+    package init(uri: URL, sender: any PinFailureReportSender, limits: Limits = Limits(), clock: any PinStoreClock,
+                 identifier: String, metricsFactory: any MetricsFactory, logger: Logger) {
         self.uri = uri
         self.sender = sender
         self.limits = limits
+        self.clock = clock
         self.logger = logger
         func counter(_ result: String) -> Counter {
             Counter(label: Self.metricLabel, dimensions: [("store", identifier), ("result", result)], factory: metricsFactory)
@@ -104,9 +118,10 @@ package final class PinFailureReporter: Sendable {
     /// Queues a report of `occurrence` (which happened at `date`) unless an identical one is
     /// already waiting or the queue is full. Never waits, never throws.
     func submit(_ occurrence: PinFailureOccurrence, at date: Date) {
-        enum Outcome { case queued(startDrain: Bool), duplicate, full }
+        enum Outcome { case queued(startDrain: Bool), duplicate, full, paused }
         let outcome = state.withLock { state -> Outcome in
             if state.pendingSet.contains(occurrence) { return .duplicate }
+            if state.isPaused(at: date) { return .paused }
             guard state.pendingCount < limits.maximumPending else { return .full }
             state.pending.append((occurrence, date))
             state.pendingSet.insert(occurrence)
@@ -125,6 +140,11 @@ package final class PinFailureReporter: Sendable {
             dropped.increment()
             logger.debug("pin-failure report dropped: the report queue is full (is the collector down or slow?)", metadata: [
                 "pinstore.report.host": "\(occurrence.host)", "pinstore.report.limit": "\(limits.maximumPending)",
+            ])
+        case .paused:
+            dropped.increment()
+            logger.debug("pin-failure report dropped: the last delivery failed, deliveries are paused", metadata: [
+                "pinstore.report.host": "\(occurrence.host)", "pinstore.report.pause": "\(limits.pauseAfterFailure)",
             ])
         }
     }
@@ -149,6 +169,13 @@ package final class PinFailureReporter: Sendable {
     }
 
     private func deliver(_ occurrence: PinFailureOccurrence, at date: Date) async {
+        // Failures queued before a delivery failed wait no longer: the collector is down.
+        if state.withLock({ $0.isPaused(at: clock.now()) }) {
+            dropped.increment()
+            logger.debug("pin-failure report dropped: the last delivery failed, deliveries are paused",
+                         metadata: ["pinstore.report.host": "\(occurrence.host)"])
+            return
+        }
         let report = Self.report(of: occurrence, at: date)
         guard let digest = report.contentDigest(), let body = try? report.jsonData() else {
             failed.increment()
@@ -163,6 +190,8 @@ package final class PinFailureReporter: Sendable {
             try await sender.send(body, to: uri, timeout: limits.timeout)
             sent.increment()
         } catch {
+            let now = clock.now()
+            state.withLock { $0.pausedUntil = now + limits.pauseAfterFailure }
             failed.increment()
             logger.debug("pin-failure report not delivered; dropped", metadata: [
                 "pinstore.report.host": "\(occurrence.host)", "pinstore.report.error": "\(error)",

@@ -156,7 +156,7 @@ public final class PinStore: Sendable {
         self.staticPins = staticPins
         self.metrics = PinStoreMetrics(identifier: configuration.identifier, factory: metricsFactory ?? MetricsSystem.factory)
         self.reporter = configuration.reportURI.map { uri in
-            PinFailureReporter(uri: uri, sender: reportSender ?? URLSessionReportSender(), limits: reportLimits,
+            PinFailureReporter(uri: uri, sender: reportSender ?? URLSessionReportSender(), limits: reportLimits, clock: clock,
                                identifier: configuration.identifier, metricsFactory: metricsFactory ?? MetricsSystem.factory,
                                logger: logger ?? Logger(label: "PinStore", factory: { _ in SwiftLogNoOpLogHandler() }))
         }
