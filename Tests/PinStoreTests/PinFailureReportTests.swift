@@ -264,11 +264,37 @@ final class RecordingReportSender: PinFailureReportSender {
         #expect(Self.reportCount(metrics, "failed") == 2)
     }
 
+    @Test func atMostSixtyReportsAMinuteGoOut() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let sender = RecordingReportSender()
+        let clock = ManualClock.inValidPeriod()
+        let metrics = TestMetrics()
+        var limits = PinFailureReporter.Limits()
+        limits.maximumPending = 1_000
+        let store = try Self.store(directory, clock: clock, sender: sender, limits: limits, metrics: metrics)
+        let evaluator = Self.evaluator(store)
+        let attacker = try Self.chain("attacker-chain.pem")
+        for port in 1...100 {
+            _ = evaluator.evaluateNow(host: "localhost", port: port, presentedChain: attacker, at: ChainValidatorTests.now)
+        }
+        await store.pinFailureReporter?.waitUntilIdle()
+        #expect(sender.bodies.withLock { $0.count } == 60)
+        #expect(Self.reportCount(metrics, "dropped") == 40)
+        // The budget refills at one report a second; a dropped failure was not remembered.
+        clock.advance(10)
+        for port in 61...100 {
+            _ = evaluator.evaluateNow(host: "localhost", port: port, presentedChain: attacker, at: ChainValidatorTests.now)
+        }
+        await store.pinFailureReporter?.waitUntilIdle()
+        #expect(sender.bodies.withLock { $0.count } == 70)
+    }
+
     @Test func theRateLimitMemoryForgetsTheOldestBeyondItsBound() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         let sender = RecordingReportSender()
         var limits = PinFailureReporter.Limits()
         limits.maximumRemembered = 16
+        limits.maximumPerMinute = 1_000
         let store = try Self.store(directory, sender: sender, limits: limits)
         let evaluator = Self.evaluator(store)
         let attacker = try Self.chain("attacker-chain.pem")

@@ -112,14 +112,6 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         return try encoder.encode(self)
     }
 
-    /// SHA-256 of the report without its date: equal for reports that differ only in
-    /// ``dateTime``, the identity the once-a-day rate limit goes by.
-    func contentDigest() -> Data? {
-        var undated = self
-        undated.dateTime = Date(timeIntervalSince1970: 0)
-        return (try? undated.jsonData()).map { SHA256Digest.hash($0) }
-    }
-
     private static func wholeSeconds(_ date: Date) -> Date {
         Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
     }
