@@ -125,7 +125,8 @@ final class PinnedConnections: Sendable {
     /// Reports the decision once, then admits or closes the connection (on its event loop).
     private func conclude(_ result: (decision: PinningDecision, host: String), channel: any Channel, leaf: Data,
                           generation: UInt64) -> EventLoopFuture<Void> {
-        store.record(result.decision, host: result.host)
+        // Only the leaf is known here, verified by AsyncHTTPClient's default verification.
+        store.record(result.decision, host: result.host, port: channel.remoteAddress?.port, servedChain: [leaf], validatedChain: [leaf])
         if case .deny(let failure) = result.decision {
             logger.debug("pinned HTTPClient refused a connection",
                          metadata: ["pinstore.host": "\(result.host)", "pinstore.reason": "\(failure)"])

@@ -1,4 +1,5 @@
 import ArgumentParser
+import PinStore
 
 /// `pinstore`: keys, signed fingerprint lists, certificate inspection and a development list
 /// server for PinStore's dynamic certificate pinning.
@@ -15,13 +16,14 @@ struct PinStoreCommand: AsyncParsableCommand {
               pinstore verify list.json --public-key BC3kV9OIDnMu...Nv+XE=
               pinstore serve --key list-signing.key.pem --list list.json --port 8080
             """,
-        version: "0.1.0",
+        version: PinStoreVersion.current,
         subcommands: [
             KeygenCommand.self,
             FingerprintCommand.self,
             SignCommand.self,
             VerifyCommand.self,
             ServeCommand.self,
+            ReportsCommand.self,
             PoliciesCommand.self,
             DemoCommand.self,
         ]

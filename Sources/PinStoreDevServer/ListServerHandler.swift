@@ -12,6 +12,8 @@ final class ListServerHandler: ChannelInboundHandler {
     private let responder: ListServerResponder
     private let state: Locked<ListServerState>
     private var pendingHead: HTTPRequestHead?
+    private var pendingBody = Data()
+    private var bodyTooLarge = false
 
     init(responder: @escaping ListServerResponder, state: Locked<ListServerState>) {
         self.responder = responder
@@ -23,15 +25,26 @@ final class ListServerHandler: ChannelInboundHandler {
         case .head(let head):
             state.withLock { $0.requests += 1 }
             pendingHead = head
-        case .body:
-            // Lists are fetched with GET; request bodies are not used.
-            break
+            pendingBody = Data()
+            bodyTooLarge = false
+        case .body(let buffer):
+            // Lists are fetched with GET; POSTed bodies (pin-failure reports) are kept, bounded.
+            if pendingBody.count + buffer.readableBytes > ListServerRequest.maximumBodySize {
+                bodyTooLarge = true
+                pendingBody = Data()
+            } else if !bodyTooLarge {
+                pendingBody.append(contentsOf: buffer.readableBytesView)
+            }
         case .end:
             guard let head = pendingHead else { return }
             pendingHead = nil
             let request = ListServerRequest(method: head.method.rawValue, uri: head.uri,
-                                            headers: head.headers.map { ($0.name, $0.value) })
-            let response = responder(request)
+                                            headers: head.headers.map { ($0.name, $0.value) }, body: pendingBody)
+            pendingBody = Data()
+            let response = bodyTooLarge
+                ? ListServerResponse(status: 413, headers: [("Content-Type", "text/plain; charset=utf-8")],
+                                     body: Data("request body larger than \(ListServerRequest.maximumBodySize) bytes\n".utf8))
+                : responder(request)
             if response.delay > 0 {
                 let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
                 let nanoseconds = Int64(min(response.delay, 3_600) * 1_000_000_000)

@@ -8,12 +8,18 @@ package struct ListServerRequest: Sendable {
     package var uri: String
     /// The request headers in the order received, names as sent.
     package var headers: [(String, String)]
+    /// The request body (at most ``maximumBodySize`` bytes; a longer one is answered 413).
+    package var body: Data
+
+    /// Bytes of request body the server reads at most (a pin-failure report is a few KiB).
+    package static let maximumBodySize = 1 << 20
 
     /// Creates a request (tests build these to call responders directly).
-    package init(method: String = "GET", uri: String = "/", headers: [(String, String)] = []) {
+    package init(method: String = "GET", uri: String = "/", headers: [(String, String)] = [], body: Data = Data()) {
         self.method = method
         self.uri = uri
         self.headers = headers
+        self.body = body
     }
 
     /// The first value of the header `name`, compared ASCII case-insensitively as HTTP requires.

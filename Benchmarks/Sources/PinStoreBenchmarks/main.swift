@@ -9,6 +9,7 @@ import Glibc
 //   swift run -c release --package-path Benchmarks validate   the validate(fingerprint:) rows only
 //   swift run -c release --package-path Benchmarks ahc        pinned versus unpinned AsyncHTTPClient only
 //   swift run -c release --package-path Benchmarks ats        ATS certificate minimums in a pinning decision only
+//   swift run -c release --package-path Benchmarks reports    what a reportURI adds to a refused connection
 //   swift run -c release --package-path Benchmarks memory N   (internal) peak RSS of an N-entry store
 
 /// A fetcher that serves fixed bytes: the benchmarks measure PinStore, not a network.
@@ -156,6 +157,12 @@ if arguments.count == 2, arguments[1] == "ahc" {
 if arguments.count == 2, arguments[1] == "ats" {
     print("PinStore ATS certificate-minimum benchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
     printTable(try transportSecurityBenchmarkRows())
+    exit(0)
+}
+
+// Issue 12 (ReportBenchmark.swift): `reports` runs only the pin-failure report rows.
+if arguments.count == 2, arguments[1] == "reports" {
+    printTable(try reportBenchmarkRows())
     exit(0)
 }
 
@@ -322,6 +329,9 @@ if let memory = childMemory(100_000) {
                     baseline: String(format: "list JSON %.1f MiB", Double(memory.jsonBytes) / 1_048_576),
                     ratio: String(format: "%.2fx", Double(memory.retained) / Double(memory.jsonBytes)), target: "report", met: nil))
 }
+
+// 5b. What a reportURI adds to a refused connection (ReportBenchmark.swift).
+rows += try reportBenchmarkRows()
 
 // 6. A full TLS handshake plus one request, pinned versus normal verification only (HandshakeBenchmark.swift).
 rows += try handshakeBenchmarkRows()

@@ -68,14 +68,19 @@ extension PinStore {
         return stream
     }
 
-    /// Adapters report each final decision here: it reaches ``decisions(bufferingNewest:)``
-    /// and the metrics.
-    package func record(_ decision: PinningDecision, host: String) {
+    /// Adapters report each final decision here: it reaches ``decisions(bufferingNewest:)``,
+    /// the metrics and, for a pin failure, the report URI. `port`, `servedChain` (the
+    /// certificates the server presented) and `validatedChain` (nil when the normal trust
+    /// evaluation refused) are for the report.
+    package func record(_ decision: PinningDecision, host: String, port: Int? = nil,
+                        servedChain: [Data] = [], validatedChain: [Data]? = nil) {
         let event = PinningEvent(host: host, decision: decision, date: clock.now())
         let continuations = observers.withLock { Array($0.decisionContinuations.values) }
         for continuation in continuations { continuation.yield(event) }
         metrics.record(decision)
         logReportOnly(decision, host: host)
+        reportPinFailure(decision, host: host, port: port, servedChain: servedChain,
+                         validatedChain: validatedChain ?? decision.validatedChain, enforced: event.enforced, at: event.date)
     }
 
     /// Registers `handler`, called after every change of the list in force (an update applied,

@@ -47,20 +47,22 @@ extension PinStore {
             complete(.deny(PinningFailure(host: host, reason: .chainNotTrusted(error))), host: host, completionHandler)
             return
         }
+        let port = challenge.protectionSpace.port
         let decision = PinningEvaluator.pinDecision(store: self, host: host, validatedChain: validated)
         if PinningEvaluator.wantsUpdate(after: decision, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch) {
             Task {
                 let second = await PinningEvaluator.pinDecisionAfterUpdate(store: self, host: host, validatedChain: validated)
-                self.complete(second, host: host, completionHandler)
+                self.complete(second, host: host, port: port, validatedChain: validated, completionHandler)
             }
             return
         }
-        complete(decision, host: host, completionHandler)
+        complete(decision, host: host, port: port, validatedChain: validated, completionHandler)
     }
 
-    private func complete(_ decision: PinningDecision, host: String,
+    private func complete(_ decision: PinningDecision, host: String, port: Int? = nil, validatedChain: [Data]? = nil,
                           _ completionHandler: @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
-        record(decision, host: host)
+        // SecTrust gives the evaluated chain only: it stands for the served one in reports.
+        record(decision, host: host, port: port, servedChain: validatedChain ?? [], validatedChain: validatedChain)
         switch decision {
         case .allow, .reportOnly:
             // Report-only: the pin failure is recorded above; the connection goes on.

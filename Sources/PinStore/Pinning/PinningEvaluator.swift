@@ -18,10 +18,10 @@ public struct PinningEvaluator: Sendable {
     public let store: PinStore
     /// The anchors of the normal trust evaluation.
     public let trustRoots: TrustRoots
-    /// Whether ``evaluate(host:presentedChain:at:)`` runs one forced update when the store has
+    /// Whether ``evaluate(host:port:presentedChain:at:)`` runs one forced update when the store has
     /// no pin for the host, and then decides again (what the deployed clients recommend).
     public let updateOnEmpty: Bool
-    /// Whether ``evaluate(host:presentedChain:at:)`` runs one forced update when the chain is
+    /// Whether ``evaluate(host:port:presentedChain:at:)`` runs one forced update when the chain is
     /// valid but no pin matches it, and then decides again: a partner's unannounced
     /// certificate rotation is then picked up on the first connection to the new certificate.
     /// An impostor is still refused; it can cause at most one list download a minute.
@@ -53,27 +53,30 @@ public struct PinningEvaluator: Sendable {
     /// - Parameters:
     ///   - host: The host name or IP address the client connected to (not one taken from the
     ///     certificate).
+    ///   - port: The TCP port the client connected to, for pin-failure reports.
     ///   - presentedChain: The certificates the server sent (DER), leaf first.
     ///   - time: When validity dates are judged.
-    public func evaluate(host: String, presentedChain: [Data], at time: Date = Date()) async -> PinningDecision {
+    public func evaluate(host: String, port: Int? = nil, presentedChain: [Data], at time: Date = Date()) async -> PinningDecision {
         let first = firstDecision(host: host, presentedChain: presentedChain, at: time)
         guard wantsUpdate(after: first.decision), let validated = first.validatedChain else {
-            return report(first.decision, host: host)
+            return report(first.decision, host: host, port: port, presentedChain: presentedChain, validatedChain: first.validatedChain)
         }
-        return await decideAfterUpdate(host: host, validatedChain: validated)
+        return await decideAfterUpdate(host: host, validatedChain: validated, port: port, presentedChain: presentedChain)
     }
 
     /// Decides at once from the pins the store holds; never updates (for callers that cannot
     /// wait, such as a synchronous TLS callback). The decision is reported like
-    /// ``evaluate(host:presentedChain:at:)``'s.
-    public func evaluateNow(host: String, presentedChain: [Data], at time: Date = Date()) -> PinningDecision {
-        report(firstDecision(host: host, presentedChain: presentedChain, at: time).decision, host: host)
+    /// ``evaluate(host:port:presentedChain:at:)``'s.
+    public func evaluateNow(host: String, port: Int? = nil, presentedChain: [Data], at time: Date = Date()) -> PinningDecision {
+        let first = firstDecision(host: host, presentedChain: presentedChain, at: time)
+        return report(first.decision, host: host, port: port, presentedChain: presentedChain, validatedChain: first.validatedChain)
     }
 
     // MARK: - The steps, for adapters that must leave their thread only to update
 
     /// The normal trust evaluation, then the pin check with the pins held now. Not reported:
-    /// finish with ``report(_:host:)`` or ``decideAfterUpdate(host:validatedChain:)``.
+    /// finish with ``report(_:host:port:presentedChain:validatedChain:)`` or
+    /// ``decideAfterUpdate(host:validatedChain:port:presentedChain:)``.
     package func firstDecision(host: String, presentedChain: [Data], at time: Date) -> (decision: PinningDecision, validatedChain: [Data]?) {
         switch validate(host: host, presentedChain: presentedChain, at: time) {
         case .success(let chain): (Self.pinDecision(store: store, host: host, validatedChain: chain), chain)
@@ -88,14 +91,17 @@ public struct PinningEvaluator: Sendable {
     }
 
     /// One rate-limited forced update, then the pin check again; reported.
-    package func decideAfterUpdate(host: String, validatedChain: [Data]) async -> PinningDecision {
-        report(await Self.pinDecisionAfterUpdate(store: store, host: host, validatedChain: validatedChain), host: host)
+    package func decideAfterUpdate(host: String, validatedChain: [Data], port: Int? = nil, presentedChain: [Data] = []) async -> PinningDecision {
+        report(await Self.pinDecisionAfterUpdate(store: store, host: host, validatedChain: validatedChain), host: host,
+               port: port, presentedChain: presentedChain, validatedChain: validatedChain)
     }
 
-    /// Reports the final decision to the store's metrics and decision stream; returns it.
+    /// Reports the final decision to the store's metrics, decision stream and (a pin failure)
+    /// report URI; returns it. `port`, `presentedChain` and `validatedChain` go into the report.
     @discardableResult
-    package func report(_ decision: PinningDecision, host: String) -> PinningDecision {
-        store.record(decision, host: host)
+    package func report(_ decision: PinningDecision, host: String, port: Int? = nil, presentedChain: [Data] = [],
+                        validatedChain: [Data]? = nil) -> PinningDecision {
+        store.record(decision, host: host, port: port, servedChain: presentedChain, validatedChain: validatedChain)
         return decision
     }
 

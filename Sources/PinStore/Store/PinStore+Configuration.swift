@@ -60,6 +60,11 @@ extension PinStore {
         /// meets by default (TLS 1.2, forward secrecy, SHA-256 signatures, RSA-2048/EC-256 keys);
         /// see ``TransportSecurityException``. Default none. Set it after `init`.
         public var transportSecurityExceptions: [TransportSecurityException] = []
+        /// Where pin-failure reports go (``PinFailureReport``, POSTed as JSON in the background
+        /// through an unpinned session of their own, at most once a day per identical report).
+        /// https, or http to a loopback host (a local collector such as `pinstore reports`).
+        /// Default none: no report is made. Set it after `init`.
+        public var reportURI: URL? = nil
 
         /// Creates a configuration; every value after `publicKey` has a default.
         public init(serviceURL: URL,
@@ -136,6 +141,7 @@ extension PinStore {
                     throw PinStoreError(.invalidConfiguration, "fallbackData: \(error.reason)")
                 }
             }
+            try validateReportURI()
             return (key, fallback, try StaticPins(configuration: self))
         }
     }

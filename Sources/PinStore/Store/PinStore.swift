@@ -93,6 +93,8 @@ public final class PinStore: Sendable {
     let state: Locked<State>
     let observers = Locked(PinStoreObservers())
     let metrics: PinStoreMetrics
+    /// Sends pin-failure reports when ``Configuration/reportURI`` is set (Reports/).
+    let reporter: PinFailureReporter?
 
     struct State {
         /// The verified list in force (nil: nothing downloaded or loaded).
@@ -147,7 +149,8 @@ public final class PinStore: Sendable {
 
     /// Creates a store with an injected clock (tests of expiry and scheduling).
     package init(configuration: Configuration, fetcher: any FingerprintListFetcher, clock: any PinStoreClock,
-                 logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil) throws(PinStoreError) {
+                 logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil,
+                 reportSender: (any PinFailureReportSender)? = nil, reportLimits: PinFailureReporter.Limits = .init()) throws(PinStoreError) {
         let (publicKey, fallback, staticPins) = try configuration.validated()
         var kept = configuration
         kept.fallbackData = nil
@@ -160,6 +163,11 @@ public final class PinStore: Sendable {
         self.staticPins = staticPins
         self.transportSecurity = try TransportSecurityExceptionTable(configuration.transportSecurityExceptions)
         self.metrics = PinStoreMetrics(identifier: configuration.identifier, factory: metricsFactory ?? MetricsSystem.factory)
+        self.reporter = configuration.reportURI.map { uri in
+            PinFailureReporter(uri: uri, sender: reportSender ?? URLSessionReportSender(), limits: reportLimits, clock: clock,
+                               identifier: configuration.identifier, metricsFactory: metricsFactory ?? MetricsSystem.factory,
+                               logger: logger ?? Logger(label: "PinStore", factory: { _ in SwiftLogNoOpLogHandler() }))
+        }
         self.expectedNames = configuration.expectedCommonNames.map { Set($0.map(HostName.normalized)) }
         // A store file is at most a list body in Base64 plus a little.
         self.file = PersistentListFile(url: configuration.storeFileURL, maximumSize: configuration.maximumListSize * 2 + 64 * 1024)

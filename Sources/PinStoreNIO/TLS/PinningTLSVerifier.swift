@@ -69,10 +69,11 @@ public struct PinningTLSVerifier: Sendable {
     /// - Parameters:
     ///   - serverHostname: The host name or IP address the client connects to; the chain must be
     ///     valid for it and pinned under it.
+    ///   - port: The TCP port the client connects to, for pin-failure reports.
     ///   - onDecision: Called once with the decision (on the event loop, or on a concurrency
     ///     thread after an update), before the promise completes. Use it to report the reason of
     ///     a refused handshake: swift-nio-ssl itself only says the handshake failed.
-    public func verificationCallback(serverHostname: String,
+    public func verificationCallback(serverHostname: String, port: Int? = nil,
                                      onDecision: (@Sendable (PinningDecision) -> Void)? = nil) -> NIOSSLCustomVerificationCallbackWithMetadata {
         let evaluator = self.evaluator
         let logger = self.logger
@@ -87,19 +88,23 @@ public struct PinningTLSVerifier: Sendable {
             let first = evaluator.firstDecision(host: serverHostname, presentedChain: presented, at: Date())
             if evaluator.wantsUpdate(after: first.decision), let validated = first.validatedChain {
                 Task {
-                    let second = await evaluator.decideAfterUpdate(host: serverHostname, validatedChain: validated)
+                    let second = await evaluator.decideAfterUpdate(host: serverHostname, validatedChain: validated,
+                                                                   port: port, presentedChain: presented)
                     Self.complete(promise, with: second, onDecision: onDecision, logger: logger)
                 }
                 return
             }
-            Self.complete(promise, with: evaluator.report(first.decision, host: serverHostname), onDecision: onDecision, logger: logger)
+            let decision = evaluator.report(first.decision, host: serverHostname, port: port,
+                                            presentedChain: presented, validatedChain: first.validatedChain)
+            Self.complete(promise, with: decision, onDecision: onDecision, logger: logger)
         }
     }
 
     /// A client TLS handler for `serverHostname` verified by this verifier.
     ///
     /// The SNI name is `serverHostname`, except for an IP address (TLS forbids those in SNI); the
-    /// chain is still checked against the address.
+    /// chain is still checked against the address. `port` (the TCP port connected to) goes into
+    /// pin-failure reports.
     ///
     /// The handshake meets ATS's minimums for the host (TLS 1.2 or later, forward-secret
     /// suites only, unless a ``PinStore/TransportSecurityException`` relaxes them): when
@@ -113,7 +118,7 @@ public struct PinningTLSVerifier: Sendable {
     ///   ignores the callback's verdict and pinning would silently do nothing; or when it cannot
     ///   meet the host's transport minimums (a maximum version below them, no forward-secret
     ///   suite). Errors of `NIOSSLClientHandler` itself pass through.
-    public func makeClientHandler(context: NIOSSLContext, serverHostname: String,
+    public func makeClientHandler(context: NIOSSLContext, serverHostname: String, port: Int? = nil,
                                   onDecision: (@Sendable (PinningDecision) -> Void)? = nil) throws -> NIOSSLClientHandler {
         try Self.checkVerificationEnabled(context.configuration)
         let bareHost = serverHostname.hasPrefix("[") && serverHostname.hasSuffix("]")
@@ -121,7 +126,7 @@ public struct PinningTLSVerifier: Sendable {
         let isAddress = (try? SocketAddress(ipAddress: bareHost, port: 0)) != nil
         let context = try transportContexts.context(for: context, requirements: evaluator.store.transportSecurity.requirements(for: bareHost))
         return try NIOSSLClientHandler(context: context, serverHostname: isAddress ? nil : bareHost,
-                                       customVerificationCallbackWithMetadata: verificationCallback(serverHostname: bareHost, onDecision: onDecision))
+                                       customVerificationCallbackWithMetadata: verificationCallback(serverHostname: bareHost, port: port, onDecision: onDecision))
     }
 
     /// `base` with ATS's handshake minimums for `serverHostname` applied (the minimum TLS version

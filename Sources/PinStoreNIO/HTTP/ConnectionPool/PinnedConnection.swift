@@ -88,7 +88,7 @@ final class PinnedConnection: Sendable {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let tls = try verifier.makeClientHandler(context: context, serverHostname: key.host) { made in
+                    let tls = try verifier.makeClientHandler(context: context, serverHostname: key.host, port: key.port) { made in
                         decision.withLock { $0 = made }
                     }
                     let pipeline = channel.pipeline.syncOperations
