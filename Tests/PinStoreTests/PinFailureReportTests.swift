@@ -97,6 +97,25 @@ final class RecordingReportSender: PinFailureReportSender {
         #expect(validated == ["localhost", "PinStore Test Intermediate CA", "PinStore Test Root CA"])
     }
 
+    @Test func aReportOnlyFailureIsReportedWithEnforcePinningFalse() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let sender = RecordingReportSender()
+        var configuration = try StoreFixtures.configuration(directory: directory.url, fallback: try StoreFixtures.list("static-good.json"))
+        configuration.reportURI = Self.collectorURI
+        configuration.enforcement = .reportOnly
+        let store = try PinStore(configuration: configuration, fetcher: ScriptedFetcher.serving(Data()), clock: ManualClock.inValidPeriod(),
+                                 reportSender: sender)
+        let decision = Self.evaluator(store).evaluateNow(host: "localhost", port: 8443, presentedChain: try Self.chain("attacker-chain.pem"),
+                                                         at: ChainValidatorTests.now)
+        await store.pinFailureReporter?.waitUntilIdle()
+
+        #expect(decision.reportedFailure?.reason == .pinMismatch)
+        let report = try #require(try sender.reports.first)
+        #expect(report.enforcePinning == false)
+        #expect(report.reason == "pin_mismatch")
+        #expect(report.validatedCertificateChain.count == 3)
+    }
+
     @Test func theReportUsesRFC7469AndTrustKitKeyNames() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         let sender = RecordingReportSender()
