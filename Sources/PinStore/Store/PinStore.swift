@@ -161,8 +161,10 @@ public final class PinStore: Sendable {
         self.transportSecurity = try TransportSecurityExceptionTable(configuration.transportSecurityExceptions)
         self.metrics = PinStoreMetrics(identifier: configuration.identifier, factory: metricsFactory ?? MetricsSystem.factory)
         self.expectedNames = configuration.expectedCommonNames.map { Set($0.map(HostName.normalized)) }
-        // A store file is at most a list body in Base64 plus a little.
-        self.file = PersistentListFile(url: configuration.storeFileURL, maximumSize: configuration.maximumListSize * 2 + 64 * 1024)
+        // A store file is at most a list body in Base64 plus a little (saturating: `.max` means
+        // "no limit" to a caller and must not trap).
+        let fileLimit = configuration.maximumListSize > (Int.max - 64 * 1024) / 2 ? Int.max : configuration.maximumListSize * 2 + 64 * 1024
+        self.file = PersistentListFile(url: configuration.storeFileURL, maximumSize: fileLimit)
         self.state = Locked(State(stored: nil,
                                   schedule: RefreshSchedule(listDue: .distantPast, periodicInterval: configuration.periodicUpdateInterval),
                                   inFlight: nil))
