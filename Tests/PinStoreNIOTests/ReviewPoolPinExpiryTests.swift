@@ -53,9 +53,8 @@ import Testing
         // Two hours later the pin has expired: a new connection would be refused (no pins).
         clock.advance(7_200)
         #expect(store.validate(commonName: "localhost", fingerprint: SHA256Digest.hash(der)) == .empty)
-        await withKnownIssue("review finding: the pool re-checks pins only when the list changes, not when a pin expires") {
-            await #expect(throws: URLError.self) { _ = try await session.data(from: url) }
-        }
+        let error = await #expect(throws: URLError.self) { _ = try await session.data(from: url) }
+        #expect((error?.userInfo[NSUnderlyingErrorKey] as? PinningFailure)?.reason == .noPinsForHost(updateResult: nil))
     }
 }
 #endif
