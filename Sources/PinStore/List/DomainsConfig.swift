@@ -19,7 +19,8 @@ import Foundation
 /// go on after the normal trust evaluation? A host with pins is checked against them whatever
 /// `domainsConfig` says (pins only strengthen), and expected hosts and deny pins still apply.
 ///
-/// Names match exactly, after ``HostName`` normalization (ASCII lowercase, no trailing dot): no
+/// Names match exactly, after ``HostName`` normalization (ASCII lowercase, no trailing dot, an
+/// IPv6 address in its canonical form, so `0:0::1` names the host `[::1]`): no
 /// wildcards and no subdomains, so an entry can never cover more hosts than it names. An entry
 /// named `*.example.com` matches no host. A name listed twice counts as required if any of its
 /// entries says so.

@@ -93,6 +93,15 @@ final class PinIndex: Sendable {
         return host.utf8.withContiguousStorageIfAvailable(lookUp) ?? Array(host.utf8).withUnsafeBufferPointer(lookUp)
     }
 
+    /// The earliest `expires` later than `seconds` (Unix), or `.max` when no pin expires later.
+    func nextExpiry(after seconds: Int64) -> Int64 {
+        guard seconds < latestExpires else { return .max }
+        var next = Int64.max
+        for pin in exact.pins where pin.expires > seconds && pin.expires < next { next = pin.expires }
+        for pin in wildcard.pins where pin.expires > seconds && pin.expires < next { next = pin.expires }
+        return next
+    }
+
     /// Pins valid at `seconds` (Unix), for the `pinstore_valid_pins` gauge.
     func validPinCount(at seconds: Int64) -> Int {
         guard seconds < latestExpires else { return 0 }

@@ -105,8 +105,11 @@ public final class PinStore: Sendable {
         var inFlight: Task<UpdateReport, Never>?
         /// When the last download on behalf of a refusal started, for ``updateAfterRefusal()``.
         var lastRefusalUpdate: Date?
-        /// Bumped on every change of the list in force.
+        /// Bumped on every change of the list in force, and when a pin expires.
         var generation: UInt64 = 0
+        /// When the next pin (list, fallback or policy) expires, Unix seconds: reaching it bumps
+        /// ``generation``. `.min`: not known yet (recomputed on the next read, without a bump).
+        var nextPinExpiry: Int64 = .min
     }
 
     /// A list whose signature has been verified, on its way in.
@@ -169,8 +172,10 @@ public final class PinStore: Sendable {
                                logger: logger ?? Logger(label: "PinStore", factory: { _ in SwiftLogNoOpLogHandler() }))
         }
         self.expectedNames = configuration.expectedCommonNames.map { Set($0.map(HostName.normalized)) }
-        // A store file is at most a list body in Base64 plus a little.
-        self.file = PersistentListFile(url: configuration.storeFileURL, maximumSize: configuration.maximumListSize * 2 + 64 * 1024)
+        // A store file is at most a list body in Base64 plus a little (saturating: `.max` means
+        // "no limit" to a caller and must not trap).
+        let fileLimit = configuration.maximumListSize > (Int.max - 64 * 1024) / 2 ? Int.max : configuration.maximumListSize * 2 + 64 * 1024
+        self.file = PersistentListFile(url: configuration.storeFileURL, maximumSize: fileLimit)
         self.state = Locked(State(stored: nil,
                                   schedule: RefreshSchedule(listDue: .distantPast, periodicInterval: configuration.periodicUpdateInterval),
                                   inFlight: nil))
@@ -357,9 +362,27 @@ public final class PinStore: Sendable {
         }
     }
 
-    /// Bumped every time the list in force changes (an update applied, a newer list adopted).
+    /// Bumped every time the list in force changes (an update applied, a newer list adopted)
+    /// and when a pin expires: whoever keeps connections admitted under the pins checks them
+    /// again when it changes, so a connection whose only pin expired stops carrying requests
+    /// as a new one would be refused. A clock read and a compare when nothing expired.
     package var listGeneration: UInt64 {
-        state.withLock { $0.generation }
+        let now = Int64(clock.now().timeIntervalSince1970.rounded(.down))
+        return state.withLock { state in
+            if now >= state.nextPinExpiry {
+                if state.nextPinExpiry != .min { state.generation &+= 1 }
+                state.nextPinExpiry = nextPinExpiry(after: now, stored: state.stored?.index)
+            }
+            return state.generation
+        }
+    }
+
+    /// The earliest expiry later than `now` of any pin in force (Unix seconds; `.max` when none).
+    /// A scan of every pin, once per expiry passed.
+    private func nextPinExpiry(after now: Int64, stored: PinIndex?) -> Int64 {
+        var next = min(stored?.nextExpiry(after: now) ?? .max, fallbackIndex.nextExpiry(after: now))
+        for policy in staticPins.policies where policy.expires > now { next = min(next, policy.expires) }
+        return next
     }
 
     /// When the next silent update is due.
@@ -634,6 +657,7 @@ public final class PinStore: Sendable {
             state.stored = list
             state.schedule.listApplied(nextUpdate: nextUpdate)
             state.generation &+= 1
+            state.nextPinExpiry = .min
         }
         updateGauges(now: now)
         notifyListChanged()

@@ -35,31 +35,45 @@ package enum HostName {
         let dot = UInt8(ascii: ".")
         var bad = false
         var uppercase = false
+        // A colon: perhaps an IPv6 address, which `normalized` puts in its canonical form.
+        var colon = false
         // Starting as if after a dot makes a leading dot an empty label (a lone "." too).
         var previousWasDot = true
         for byte in bytes {
             let isDot = byte == dot
             bad = bad || (isDot && previousWasDot) || byte <= 0x20 || byte == 0x7f
             uppercase = uppercase || (byte &- UInt8(ascii: "A") < 26)
+            colon = colon || byte == UInt8(ascii: ":")
             previousWasDot = isDot
         }
         if bad { return .invalid }
-        return uppercase || last == dot ? .needsNormalizing : .clean
+        return uppercase || colon || last == dot ? .needsNormalizing : .clean
     }
 
-    /// ASCII lowercase, no trailing dot. Does not judge the name; use ``lookupKey(_:)`` where a
-    /// malformed name must be refused.
+    /// ASCII lowercase, no trailing dot, and an IPv6 address (bracketed or not) in its one
+    /// canonical text form (`0:0::1` and `[::1]` become `::1`), so every table keyed by host
+    /// (list pins, `domainsConfig`, expected hosts) finds an address however it is written, as
+    /// the leaf rule and static policies do. Does not judge the name; use ``lookupKey(_:)``
+    /// where a malformed name must be refused.
     @inline(__always)
     package static func normalized(_ name: String) -> String {
         var needsWork = false
-        for byte in name.utf8 where (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) {
-            needsWork = true
-            break
+        var colon = false
+        for byte in name.utf8 {
+            needsWork = needsWork || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+            colon = colon || byte == UInt8(ascii: ":")
         }
-        if !needsWork, name.utf8.last != UInt8(ascii: ".") { return name }
+        if !needsWork, !colon, name.utf8.last != UInt8(ascii: ".") { return name }
         var result = needsWork ? String(decoding: name.utf8.map { ($0 >= 65 && $0 <= 90) ? $0 + 32 : $0 }, as: UTF8.self) : name
         if result.utf8.last == UInt8(ascii: ".") { result.removeLast() }
-        return result
+        return colon ? canonicalIPv6(result) : result
+    }
+
+    /// `name` as inet_ntop writes it when it is an IPv6 address (with or without brackets);
+    /// otherwise `name` unchanged.
+    static func canonicalIPv6(_ name: String) -> String {
+        let bare = name.hasPrefix("[") && name.hasSuffix("]") ? String(name.dropFirst().dropLast()) : name
+        return IPAddressText.isAddress(bare) ? IPAddressText.canonical(bare) : name
     }
 
     /// Why `name` cannot be the name of a list entry, or nil when it can. Beyond
