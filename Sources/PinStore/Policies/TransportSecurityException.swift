@@ -115,8 +115,10 @@ public struct TransportSecurityViolation: Sendable, Hashable, CustomStringConver
             "Enable TLS 1.2 or later on the server; until then, a TransportSecurityException for this domain "
                 + "(NSExceptionMinimumTLSVersion) can accept an older version."
         case .forwardSecrecy:
-            "Enable ECDHE cipher suites (or TLS 1.3) on the server; until then, a TransportSecurityException for this domain "
-                + "with requiresForwardSecrecy false (NSExceptionRequiresForwardSecrecy = NO) accepts RSA key exchange."
+            "If the server offers only RSA key exchange, enable ECDHE cipher suites (or TLS 1.3) on it; until then, a "
+                + "TransportSecurityException for this domain with requiresForwardSecrecy false (NSExceptionRequiresForwardSecrecy = NO) "
+                + "accepts RSA key exchange (and lifts the certificate-strength minimums too). Confirm the cause first: a handshake "
+                + "refusal does not name it."
         case .certificateSignatureDigest:
             "Reissue the certificate signed with SHA-256 or better; until then, a TransportSecurityException for this domain "
                 + "with requiresForwardSecrecy false (NSExceptionRequiresForwardSecrecy = NO) lifts the certificate-strength minimums."

@@ -73,8 +73,9 @@ package enum TransportSecurityTLS {
         if requirements.requiresForwardSecrecy,
            text.contains("HANDSHAKE_FAILURE") || text.contains("NO_SHARED_CIPHER") || text.contains("NO_CIPHER_MATCH") {
             return TransportSecurityViolation(requirement: .forwardSecrecy,
-                detail: "the server accepted none of the forward-secret (ECDHE) suites offered; it most likely offers only RSA key exchange "
-                    + "(handshake refused: \(text))")
+                detail: "the server refused the handshake while only forward-secret (ECDHE) suites were offered; the TLS alert does not say why: "
+                    + "most often the server offers only RSA key exchange, but a server with no curve or signature algorithm in common "
+                    + "ends the same way (check with `openssl s_client -connect HOST:PORT -tls1_2`) (handshake refused: \(text))")
         }
         return nil
     }
