@@ -181,6 +181,13 @@ public final class PinStore: Sendable {
                                   inFlight: nil))
         loadPersistedList()
         warnAboutExpiredPolicies()
+        if configuration.enforcement != .enforced || configuration.policies.contains(where: \.reportOnly) {
+            // Once per store: report-only shipped by mistake should be visible in the first lines of a log.
+            self.logger.info("pinning runs report-only: pin failures are reported, not refused", metadata: [
+                "pinstore.identifier": "\(configuration.identifier)",
+                "pinstore.enforcement": "\(configuration.enforcement)",
+            ])
+        }
         let storedPins = state.withLock { $0.stored?.index.pinCount ?? 0 }
         FreedMemory.returnAfterLargeList(pinCount: max(fallbackIndex.pinCount, storedPins))
     }

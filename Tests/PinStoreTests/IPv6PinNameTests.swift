@@ -8,7 +8,7 @@ import Testing
 /// pins, `expectedCommonNames` and `domainsConfig` must too, or a pinned address written in
 /// another form is looked up as unpinned (and then let through by `domainsConfig` or
 /// report-only mode) on the chain-aware adapters.
-@Suite struct ReviewIPv6NameTests {
+@Suite struct IPv6PinNameTests {
     static let timestamp: Int64 = 1_893_456_000
 
     static func validatedChain() throws -> [Data] {

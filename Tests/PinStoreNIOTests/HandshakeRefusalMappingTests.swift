@@ -10,7 +10,7 @@ import Testing
 /// A handshake the server refuses for a reason other than the ATS minimums must not be reported
 /// as one: the forward-secrecy remedy (`requiresForwardSecrecy: false`) also lifts the
 /// certificate-strength checks, so a wrong diagnosis pushes operators to weaken trust.
-@Suite struct ReviewHandshakeMappingTests {
+@Suite struct HandshakeRefusalMappingTests {
     @Test func forwardSecretServerWithoutASharedCurveIsNotReportedAsLackingForwardSecrecy() async throws {
         // ECDHE only, but on P-521, which the client does not offer.
         let server = try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem") { tls in

@@ -7,7 +7,7 @@ import Testing
 
 /// An admitted AsyncHTTPClient connection must stop carrying requests when the only pin that
 /// admitted it expires, as a new connection would then be refused. Real TLS server on 127.0.0.1.
-@Suite struct ReviewLeafPinExpiryTests {
+@Suite struct LeafPinExpiryTests {
     final class SteppedClock: PinStoreClock {
         let current: Locked<Date>
         init(_ date: Date) { current = Locked(date) }

@@ -8,7 +8,7 @@ import Testing
 
 /// A pooled connection must stop carrying requests when the only pin that admitted it expires,
 /// as a new connection to the host would then be refused. Real TLS server on 127.0.0.1.
-@Suite struct ReviewPoolPinExpiryTests {
+@Suite struct PooledConnectionPinExpiryTests {
     /// A clock the test moves; background sleeps wait in real time (the test never needs them).
     final class SteppedClock: PinStoreClock {
         let current: Locked<Date>
