@@ -171,10 +171,25 @@ import Testing
     @Test func aReportOnlyFailureIsLoggedAtDebugOnly() throws {
         let (logger, box) = RecordingLogHandler.logger()
         let store = try Self.store(enforcement: .reportOnly, fallback: Self.pinsLocalhost(), logger: logger)
+        let atStartUp = box.all.count
         _ = try Self.decide(store, "attacker-chain")
-        let lines = box.all.filter { $0.message.contains("report-only") }
+        let lines = box.all.dropFirst(atStartUp).filter { $0.message.contains("report-only") }
         #expect(lines.count == 1)
         #expect(lines.allSatisfy { $0.level == .debug })
+    }
+
+    @Test func aReportOnlyStoreSaysSoOnceAtStartUp() throws {
+        let (logger, box) = RecordingLogHandler.logger()
+        _ = try Self.store(enforcement: .reportOnly, fallback: Self.pinsLocalhost(), logger: logger)
+        let lines = box.all.filter { $0.message.contains("report-only") }
+        #expect(lines.count == 1)
+        #expect(lines.allSatisfy { $0.level == .info })
+    }
+
+    @Test func anEnforcingStoreSaysNothingAboutReportOnlyAtStartUp() throws {
+        let (logger, box) = RecordingLogHandler.logger()
+        _ = try Self.store(enforcement: .enforced, fallback: Self.pinsLocalhost(), logger: logger)
+        #expect(!box.all.contains { $0.message.contains("report-only") })
     }
 
     // MARK: - The leaf rule (AsyncHTTPClient)
