@@ -80,13 +80,14 @@ import Testing
 
     @Test func slowServerTimesOutAsNetworkError() async throws {
         let body = try StoreFixtures.list("static-good.json")
-        // The answer would come after 10 s; a 1-second timeout must end the wait long before
-        // (the bound leaves room for a loaded CI machine, and is still far below 10 s).
-        try await withServer({ _ in ListServerResponse(body: body, delay: 10) }) { server, directory in
+        // The answer would come after 60 s (and then be a good list); a 1-second timeout must
+        // end the wait long before (the bound leaves room for a loaded machine or a sanitizer's
+        // slowdown, and is still far below 60 s).
+        try await withServer({ _ in ListServerResponse(body: body, delay: 60) }) { server, directory in
             let started = ContinuousClock.now
             let store = try store(server, directory: directory, timeout: 1)
             #expect(await store.update() == .networkError)
-            #expect(ContinuousClock.now - started < .seconds(7))
+            #expect(ContinuousClock.now - started < .seconds(30))
         }
     }
 
