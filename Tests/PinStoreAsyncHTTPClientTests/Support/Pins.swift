@@ -47,9 +47,16 @@ enum Pins {
 
     /// A pinned client trusting the test root CA.
     static func client(_ store: PinStore, updateOnEmpty: Bool = true, updateOnMismatch: Bool = true) throws -> HTTPClient {
-        HTTPClient(eventLoopGroupProvider: .singleton,
-                   configuration: try .pinned(by: store, tlsConfiguration: tls(), updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch))
+        let client = HTTPClient(eventLoopGroupProvider: .singleton,
+                                configuration: try .pinned(by: store, tlsConfiguration: tls(), updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch))
+        keptAlive.withLock { $0.append(client) }
+        return client
     }
+
+    /// Every client made here, for the life of the test process: AsyncHTTPClient traps when a
+    /// client is deallocated before `shutdown()`, so a test that throws before reaching its
+    /// shutdown would otherwise end the whole test run instead of failing alone.
+    private static let keptAlive = Locked<[HTTPClient]>([])
 
     /// GET `path` on `server` and the body as text.
     static func get(_ client: HTTPClient, _ server: LoopbackHTTPSServer, _ path: String = "/hello") async throws -> (HTTPClientResponse, String) {
