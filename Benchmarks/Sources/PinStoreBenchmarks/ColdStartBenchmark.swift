@@ -58,7 +58,7 @@ enum ColdPhase: String, CaseIterable {
 }
 
 /// Answers every request from memory: FoundationNetworking's URLProtocol path with no network.
-final class MemoryURLProtocol: URLProtocol, @unchecked Sendable {
+final class MemoryURLProtocol: URLProtocol {
     static let body = Data(repeating: 0x61, count: 1024)
 
     override class func canInit(with request: URLRequest) -> Bool { true }
@@ -103,7 +103,7 @@ func coldPhaseChild(_ name: String, _ url: URL) async throws {
     var store: PinStore?
     if phase == .pinned || phase == .pinnedWarmedParts { store = try pinnedBenchmarkStore() }
     if phase == .pinnedWarmedParts {
-        try MultiThreadedEventLoopGroup.singleton.next().submit {}.wait()
+        try await MultiThreadedEventLoopGroup.singleton.next().submit {}.get()
         _ = try NIOSSLContext(configuration: pinnedTransportTLS())
         _ = try ChainValidator(trustRoots: .system).validate(chain: localhostChain(), hostname: "localhost")
     }
@@ -122,7 +122,7 @@ func coldPhaseChild(_ name: String, _ url: URL) async throws {
     case .store:
         store = try pinnedBenchmarkStore()
     case .eventLoopGroup:
-        try MultiThreadedEventLoopGroup.singleton.next().submit {}.wait()
+        try await MultiThreadedEventLoopGroup.singleton.next().submit {}.get()
     case .sslContext:
         _ = try NIOSSLContext(configuration: pinnedTransportTLS())
     case .systemVerify:
@@ -174,10 +174,16 @@ func coldPhaseFigures(_ url: URL, processes: Int, phases: [ColdPhase] = ColdPhas
     return samples.compactMapValues { $0.isEmpty ? nil : ColdFigure(samples: $0) }
 }
 
-/// The first-request rows: the ratio row, then one report row per phase.
-func coldStartRows(_ url: URL, processes: Int) -> [Row] {
+/// The first-request rows: the ratio row, then one report row per phase; then the pinned
+/// request and the system verification again with the root in the bundle only (the directory
+/// lookup misses, the bundle is parsed: what every first request paid before the lookup).
+func coldStartRows(_ url: URL, processes: Int, trust: SystemTrustForBenchmark) -> [Row] {
     progress("cold: \(processes) processes per phase")
     let figures = coldPhaseFigures(url, processes: processes)
+    progress("cold, root in the bundle only")
+    let bundleOnly = trust.withRootInBundleOnly {
+        coldPhaseFigures(url, processes: processes, phases: [.plain, .pinned, .systemVerify])
+    }
     var rows: [Row] = []
     if let pinned = figures[.pinned], let plain = figures[.plain] {
         rows.append(Row(name: "first request of a process, system trust store", value: "pinned " + pinned.text,
@@ -187,6 +193,15 @@ func coldStartRows(_ url: URL, processes: Int) -> [Row] {
     for phase in ColdPhase.allCases where phase != .pinned && phase != .plain {
         guard let figure = figures[phase] else { continue }
         rows.append(Row(name: "  cold phase: " + phase.label, value: figure.text, baseline: "-", ratio: "-", target: "report", met: nil))
+    }
+    if let pinned = bundleOnly[.pinned], let plain = bundleOnly[.plain] {
+        rows.append(Row(name: "first request, test root in the bundle only (bundle parsed)", value: "pinned " + pinned.text,
+                        baseline: "plain URLSession " + plain.text, ratio: String(format: "%.2fx", pinned.median / plain.median),
+                        target: "report", met: nil))
+    }
+    if let verify = bundleOnly[.systemVerify] {
+        rows.append(Row(name: "  cold phase: " + ColdPhase.systemVerify.label + ", root in the bundle only", value: verify.text,
+                        baseline: "-", ratio: "-", target: "report", met: nil))
     }
     return rows
 }
@@ -199,6 +214,6 @@ func firstRequestBenchmarkRows(processes: Int) async throws -> [Row] {
     defer { nginx.stop() }
     let trust = try SystemTrustForBenchmark()
     defer { trust.restore() }
-    return coldStartRows(URL(string: "https://localhost:\(nginx.port)/small")!, processes: processes)
+    return coldStartRows(URL(string: "https://localhost:\(nginx.port)/small")!, processes: processes, trust: trust)
 }
 #endif

@@ -161,8 +161,19 @@ struct SystemTrustForBenchmark {
             throw PinnedSessionBenchmarkError.setup("no free hashed name for \(hash)")
         }
         hashedFile = free
+        self.root = root
         try (original + Data("\n".utf8) + root).write(to: Self.bundle)
         try root.write(to: hashedFile)
+    }
+
+    private let root: Data
+
+    /// Leaves the root in the bundle only while `body` runs (a system store that is not hashed,
+    /// or a root the directory lacks: the bundle has to be parsed).
+    func withRootInBundleOnly<T>(_ body: () throws -> T) rethrows -> T {
+        try? FileManager.default.removeItem(at: hashedFile)
+        defer { try? root.write(to: hashedFile) }
+        return try body()
     }
 
     func restore() {
@@ -330,47 +341,9 @@ private func childPeak(_ mode: String, _ url: URL, kind: String = "session-memor
     return parts.count == 2 ? (parts[0], parts[1]) : nil
 }
 
-/// Plain and pinned URLSession, AsyncHTTPClient (plain and pinned) and the URLProtocol ceiling
-/// against nginx, as result rows; `coldProcesses` fresh processes per first-request phase.
-func pinnedSessionBenchmarkRows(rounds: Int = 7, coldProcesses: Int = 11) async throws -> [Row] {
-    let nginx = try LoopbackNginx()
-    defer { nginx.stop() }
-    let trust = try SystemTrustForBenchmark()
-    defer { trust.restore() }
-
-    let small = URL(string: "https://localhost:\(nginx.port)/small")!
-    let plainConfiguration = URLSessionConfiguration.default
-    plainConfiguration.httpMaximumConnectionsPerHost = 16
-    let plain = URLSession(configuration: plainConfiguration)
-    let roots = TrustRoots.anchors(try X509Certificate.certificates(pem: String(contentsOf: fixtures.appendingPathComponent("pki/root-ca.pem"), encoding: .utf8)))
-    let pinnedBase = URLSessionConfiguration.default
-    pinnedBase.httpMaximumConnectionsPerHost = 16
-    let store = try pinnedBenchmarkStore()
-    let pinned = URLSession(configuration: .pinned(by: store, trustRoots: roots, basedOn: pinnedBase))
-    // AsyncHTTPClient trusting the test root, up to 16 connections like the sessions; and the
-    // same pinned through PinStoreAsyncHTTPClient (a leaf pin check per new connection).
-    var tls = TLSConfiguration.makeClientConfiguration()
-    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(fixtures.appendingPathComponent("pki/root-ca.pem").path))
-    var ahcConfiguration = HTTPClient.Configuration(tlsConfiguration: tls)
-    ahcConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 16
-    ahcConfiguration.httpVersion = .http1Only
-    var pinnedAHCConfiguration = ahcConfiguration
-    try pinnedAHCConfiguration.pin(with: store)
-    let ahc = HTTPClient(eventLoopGroupProvider: .singleton, configuration: ahcConfiguration)
-    let pinnedAHC = HTTPClient(eventLoopGroupProvider: .singleton, configuration: pinnedAHCConfiguration)
-    defer {
-        try? ahc.syncShutdown()
-        try? pinnedAHC.syncShutdown()
-    }
-    // The ceiling of any URLProtocol-based client: URLSession answering from memory, no network.
-    let memory = MemoryURLProtocol.session()
-
-    let clients: [(name: String, client: BenchClient)] = [
-        ("plain URLSession", .session(plain)), ("pinned URLSession", .session(pinned)),
-        ("AsyncHTTPClient", .asyncHTTPClient(ahc)), ("pinned AsyncHTTPClient", .asyncHTTPClient(pinnedAHC)),
-        ("URLProtocol from memory", .session(memory)),
-    ]
-
+/// Handshakes, then sequential and 16-concurrent rounds of every client, interleaved.
+private func throughputRows(_ clients: [(name: String, client: BenchClient)], nginx: LoopbackNginx, url small: URL,
+                            rounds: Int) async throws -> [Row] {
     var rows: [Row] = []
     // Handshakes: the first 300 sequential requests of each network client on a cold client.
     // New connection serials after each client's run (a log line can land late, so serials
@@ -411,7 +384,58 @@ func pinnedSessionBenchmarkRows(rounds: Int = 7, coldProcesses: Int = 11) async 
                     baseline: "plain URLSession \(handshakes[0]), AsyncHTTPClient \(handshakes[2]), pinned AsyncHTTPClient \(handshakes[3])",
                     ratio: "-", target: "<= 2", met: handshakes[1] <= 2))
 
-    rows += coldStartRows(small, processes: coldProcesses)
+    return rows
+}
+
+/// Plain and pinned URLSession, AsyncHTTPClient (plain and pinned) and the URLProtocol ceiling
+/// against nginx, as result rows; `coldProcesses` fresh processes per first-request phase.
+func pinnedSessionBenchmarkRows(rounds: Int = 7, coldProcesses: Int = 11) async throws -> [Row] {
+    let nginx = try LoopbackNginx()
+    defer { nginx.stop() }
+    let trust = try SystemTrustForBenchmark()
+    defer { trust.restore() }
+
+    let small = URL(string: "https://localhost:\(nginx.port)/small")!
+    let plainConfiguration = URLSessionConfiguration.default
+    plainConfiguration.httpMaximumConnectionsPerHost = 16
+    let plain = URLSession(configuration: plainConfiguration)
+    let roots = TrustRoots.anchors(try X509Certificate.certificates(pem: String(contentsOf: fixtures.appendingPathComponent("pki/root-ca.pem"), encoding: .utf8)))
+    let pinnedBase = URLSessionConfiguration.default
+    pinnedBase.httpMaximumConnectionsPerHost = 16
+    let store = try pinnedBenchmarkStore()
+    let pinned = URLSession(configuration: .pinned(by: store, trustRoots: roots, basedOn: pinnedBase))
+    // AsyncHTTPClient trusting the test root, up to 16 connections like the sessions; and the
+    // same pinned through PinStoreAsyncHTTPClient (a leaf pin check per new connection).
+    var tls = TLSConfiguration.makeClientConfiguration()
+    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(fixtures.appendingPathComponent("pki/root-ca.pem").path))
+    var ahcConfiguration = HTTPClient.Configuration(tlsConfiguration: tls)
+    ahcConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 16
+    ahcConfiguration.httpVersion = .http1Only
+    var pinnedAHCConfiguration = ahcConfiguration
+    try pinnedAHCConfiguration.pin(with: store)
+    let ahc = HTTPClient(eventLoopGroupProvider: .singleton, configuration: ahcConfiguration)
+    let pinnedAHC = HTTPClient(eventLoopGroupProvider: .singleton, configuration: pinnedAHCConfiguration)
+    // The ceiling of any URLProtocol-based client: URLSession answering from memory, no network.
+    let memory = MemoryURLProtocol.session()
+
+    let clients: [(name: String, client: BenchClient)] = [
+        ("plain URLSession", .session(plain)), ("pinned URLSession", .session(pinned)),
+        ("AsyncHTTPClient", .asyncHTTPClient(ahc)), ("pinned AsyncHTTPClient", .asyncHTTPClient(pinnedAHC)),
+        ("URLProtocol from memory", .session(memory)),
+    ]
+
+    var rows: [Row] = []
+    do {
+        rows = try await throughputRows(clients, nginx: nginx, url: small, rounds: rounds)
+        try await ahc.shutdown()
+        try await pinnedAHC.shutdown()
+    } catch {
+        try? await ahc.shutdown()
+        try? await pinnedAHC.shutdown()
+        throw error
+    }
+
+    rows += coldStartRows(small, processes: coldProcesses, trust: trust)
 
     progress("200 MB")
     let big = URL(string: "https://localhost:\(nginx.port)/big")!
