@@ -448,3 +448,25 @@ func pinnedSessionBenchmarkRows(rounds: Int = 7, coldProcesses: Int = 11) async 
     return rows
 }
 #endif
+
+#if canImport(FoundationNetworking)
+/// `session-profile N`: N sequential pinned GETs against nginx and nothing else, to run under
+/// `perf record` (the per-request path of the pinned session, no other client in the profile).
+func pinnedSessionProfile(requests: Int) async throws {
+    let nginx = try LoopbackNginx()
+    defer { nginx.stop() }
+    let roots = TrustRoots.anchors(try X509Certificate.certificates(pem: String(contentsOf: fixtures.appendingPathComponent("pki/root-ca.pem"), encoding: .utf8)))
+    let session = URLSession(configuration: .pinned(by: try pinnedBenchmarkStore(), trustRoots: roots))
+    let url = URL(string: "https://localhost:\(nginx.port)/small")!
+    _ = try await run(.session(session), url, count: 100, concurrency: 1)
+    func cpuMicroseconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
+    }
+    let cpuBefore = cpuMicroseconds()
+    let figures = try await run(.session(session), url, count: requests, concurrency: 1)
+    // CPU time of this process (every thread) per request: steadier than req/s on a busy machine.
+    print(String(format: "%.0f req/s, %.0f µs CPU per request", figures.requestsPerSecond, (cpuMicroseconds() - cpuBefore) / Double(requests)))
+}
+#endif

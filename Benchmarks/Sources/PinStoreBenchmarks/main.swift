@@ -95,6 +95,10 @@ if arguments.count == 4, arguments[1] == "session-phase", let url = URL(string: 
     try await coldPhaseChild(arguments[2], url)
     exit(0)
 }
+if arguments.count == 3, arguments[1] == "session-profile", let requests = Int(arguments[2]) {
+    try await pinnedSessionProfile(requests: requests)
+    exit(0)
+}
 if arguments.count >= 2, arguments[1] == "session-first" {
     // The first-request rows only (ColdStartBenchmark.swift): nginx, the test root installed.
     printTable(try await firstRequestBenchmarkRows(processes: arguments.count == 3 ? Int(arguments[2]) ?? 11 : 11))
