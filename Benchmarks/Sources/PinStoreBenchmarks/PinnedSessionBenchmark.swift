@@ -450,22 +450,39 @@ func pinnedSessionBenchmarkRows(rounds: Int = 7, coldProcesses: Int = 11) async 
 #endif
 
 #if canImport(FoundationNetworking)
-/// `session-profile N`: N sequential pinned GETs against nginx and nothing else, to run under
-/// `perf record` (the per-request path of the pinned session, no other client in the profile).
-func pinnedSessionProfile(requests: Int) async throws {
+/// `session-profile N [client]`: N sequential GETs against nginx by one client (`pinned`, the
+/// default, `plain`, `ahc` or `memory`) and nothing else, to run under `perf record`; prints
+/// req/s and this process's CPU time per request (steadier than req/s on a busy machine).
+func pinnedSessionProfile(requests: Int, client name: String) async throws {
     let nginx = try LoopbackNginx()
     defer { nginx.stop() }
+    let trust = name == "plain" ? try SystemTrustForBenchmark() : nil
+    defer { trust?.restore() }
     let roots = TrustRoots.anchors(try X509Certificate.certificates(pem: String(contentsOf: fixtures.appendingPathComponent("pki/root-ca.pem"), encoding: .utf8)))
-    let session = URLSession(configuration: .pinned(by: try pinnedBenchmarkStore(), trustRoots: roots))
+    var tls = TLSConfiguration.makeClientConfiguration()
+    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(fixtures.appendingPathComponent("pki/root-ca.pem").path))
+    let ahc = name == "ahc" ? HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls)) : nil
+    let client: BenchClient
+    switch name {
+    case "plain": client = .session(URLSession(configuration: .default))
+    case "memory": client = .session(MemoryURLProtocol.session())
+    default:
+        if let ahc {
+            client = .asyncHTTPClient(ahc)
+        } else {
+            client = .session(URLSession(configuration: .pinned(by: try pinnedBenchmarkStore(), trustRoots: roots)))
+        }
+    }
     let url = URL(string: "https://localhost:\(nginx.port)/small")!
-    _ = try await run(.session(session), url, count: 100, concurrency: 1)
+    _ = try await run(client, url, count: 100, concurrency: 1)
     func cpuMicroseconds() -> Double {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
     }
     let cpuBefore = cpuMicroseconds()
-    let figures = try await run(.session(session), url, count: requests, concurrency: 1)
+    let figures = try await run(client, url, count: requests, concurrency: 1)
+    try await ahc?.shutdown()
     // CPU time of this process (every thread) per request: steadier than req/s on a busy machine.
     print(String(format: "%.0f req/s, %.0f µs CPU per request", figures.requestsPerSecond, (cpuMicroseconds() - cpuBefore) / Double(requests)))
 }

@@ -95,8 +95,8 @@ if arguments.count == 4, arguments[1] == "session-phase", let url = URL(string: 
     try await coldPhaseChild(arguments[2], url)
     exit(0)
 }
-if arguments.count == 3, arguments[1] == "session-profile", let requests = Int(arguments[2]) {
-    try await pinnedSessionProfile(requests: requests)
+if arguments.count >= 3, arguments[1] == "session-profile", let requests = Int(arguments[2]) {
+    try await pinnedSessionProfile(requests: requests, client: arguments.count > 3 ? arguments[3] : "pinned")
     exit(0)
 }
 if arguments.count >= 2, arguments[1] == "session-first" {

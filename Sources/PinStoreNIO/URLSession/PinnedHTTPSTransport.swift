@@ -20,6 +20,8 @@ final class PinnedHTTPSTransport: Sendable {
 
     let pool: PinnedConnectionPool
     let group: any EventLoopGroup
+    /// The resource deadlines of every load, under one timer.
+    let deadlineTimer: ResourceDeadlineTimer
     /// The configuration values captured when `.pinned(...)` made it: used when the session's own
     /// configuration cannot be read from the task.
     let defaults: SessionSettings
@@ -81,6 +83,7 @@ final class PinnedHTTPSTransport: Sendable {
     init(verifier: PinningTLSVerifier, settings: SessionSettings, maximumConnectionsPerHost: Int, group: any EventLoopGroup) {
         defaults = settings
         self.group = group
+        deadlineTimer = ResourceDeadlineTimer(eventLoop: group.next())
         var tls = TLSConfiguration.makeClientConfiguration()
         // HTTP/2 when the server offers it, else HTTP/1.1.
         tls.applicationProtocols = ["h2", "http/1.1"]
@@ -135,7 +138,7 @@ final class PinnedHTTPSTransport: Sendable {
         // one timer on an event loop, which cancels whatever hop is running when it fires.
         let deadline = ResourceDeadline()
         if settings.resourceTimeout > 0, settings.resourceTimeout < 100 * 365 * 86_400 {
-            deadline.start(on: group.next(), after: .nanoseconds(Int64(settings.resourceTimeout * 1_000_000_000)))
+            deadline.start(with: deadlineTimer, at: .now() + .nanoseconds(Int64(settings.resourceTimeout * 1_000_000_000)))
         }
         guard firstHop else { return Started(deadline: deadline, firstHop: nil) }
         let hop = Result<Hop, any Error> {
@@ -164,10 +167,10 @@ final class PinnedHTTPSTransport: Sendable {
         }
     }
 
-    /// The resource timeout of one load: when it fires, the running hop is cancelled.
+    /// The resource timeout of one load: when it expires, the running hop is cancelled.
     final class ResourceDeadline: Sendable {
         private struct State {
-            var timer: Scheduled<Void>?
+            var timer: ResourceDeadlineTimer?
             var expired = false
             var finished = false
             var running: PinnedConnectionPool.Ticket?
@@ -177,16 +180,19 @@ final class PinnedHTTPSTransport: Sendable {
 
         var expired: Bool { state.withLock { $0.expired } }
 
-        func start(on eventLoop: any EventLoop, after delay: TimeAmount) {
-            let timer = eventLoop.scheduleTask(in: delay) { [self] in
-                let running = state.withLock { state -> PinnedConnectionPool.Ticket? in
-                    guard !state.finished else { return nil }
-                    state.expired = true
-                    return state.running
-                }
-                running?.cancel()
-            }
+        func start(with timer: ResourceDeadlineTimer, at deadline: NIODeadline) {
             state.withLock { $0.timer = timer }
+            timer.register(self, at: deadline)
+        }
+
+        /// The deadline passed: the running hop (and any later one) is cancelled.
+        func expire() {
+            let running = state.withLock { state -> PinnedConnectionPool.Ticket? in
+                guard !state.finished else { return nil }
+                state.expired = true
+                return state.running
+            }
+            running?.cancel()
         }
 
         /// The hop now running; cancelled at once if the deadline already passed.
@@ -203,7 +209,79 @@ final class PinnedHTTPSTransport: Sendable {
                 state.finished = true
                 state.running = nil
                 return state.timer
-            }?.cancel()
+            }?.unregister(self)
+        }
+    }
+
+    /// The loads' resource deadlines, with one timer for all of them, armed at the earliest.
+    ///
+    /// A timer per load cost two cross-thread operations on an event loop per request (schedule
+    /// and cancel, each able to wake it). Here a load registers and unregisters under a lock;
+    /// the timer is rescheduled only when a load's deadline is earlier than the one it is armed
+    /// for, which loads with a session's fixed timeout, registered in order, never are.
+    final class ResourceDeadlineTimer: Sendable {
+        private struct Armed {
+            var at: NIODeadline
+            var task: Scheduled<Void>
+        }
+
+        private struct State {
+            var pending: [ObjectIdentifier: (at: NIODeadline, load: ResourceDeadline)] = [:]
+            var armed: Armed?
+        }
+
+        private let eventLoop: any EventLoop
+        private let state = Locked(State())
+
+        init(eventLoop: any EventLoop) {
+            self.eventLoop = eventLoop
+        }
+
+        func register(_ load: ResourceDeadline, at deadline: NIODeadline) {
+            let needsArming = state.withLock { state -> Bool in
+                state.pending[ObjectIdentifier(load)] = (deadline, load)
+                return state.armed.map { $0.at > deadline } ?? true
+            }
+            if needsArming { arm(at: deadline) }
+        }
+
+        func unregister(_ load: ResourceDeadline) {
+            _ = state.withLock { $0.pending.removeValue(forKey: ObjectIdentifier(load)) }
+        }
+
+        /// Pending loads (for tests).
+        var pendingCount: Int { state.withLock { $0.pending.count } }
+
+        private func arm(at deadline: NIODeadline) {
+            let task = eventLoop.scheduleTask(deadline: deadline) { [weak self] () -> Void in self?.fire() }
+            let superseded = state.withLock { state -> Scheduled<Void>? in
+                // Another caller may have armed it meanwhile: the earlier of the two stays.
+                if let armed = state.armed, armed.at <= deadline { return task }
+                let previous = state.armed?.task
+                state.armed = Armed(at: deadline, task: task)
+                return previous
+            }
+            superseded?.cancel()
+        }
+
+        private func fire() {
+            let now = NIODeadline.now()
+            let (due, next) = state.withLock { state -> ([ResourceDeadline], NIODeadline?) in
+                state.armed = nil
+                var due: [ResourceDeadline] = []
+                var next: NIODeadline?
+                for (key, entry) in state.pending {
+                    if entry.at <= now {
+                        due.append(entry.load)
+                        state.pending[key] = nil
+                    } else {
+                        next = min(next ?? entry.at, entry.at)
+                    }
+                }
+                return (due, next)
+            }
+            for load in due { load.expire() }
+            if let next { arm(at: next) }
         }
     }
 
