@@ -210,7 +210,7 @@ func coldStartRows(_ url: URL, processes: Int, trust: SystemTrustForBenchmark) -
 #if canImport(FoundationNetworking)
 /// `session-first`: the first-request rows alone, against nginx with the test root installed.
 func firstRequestBenchmarkRows(processes: Int) async throws -> [Row] {
-    let nginx = try LoopbackNginx()
+    let nginx = try LoopbackNginx.start()
     defer { nginx.stop() }
     let trust = try SystemTrustForBenchmark()
     defer { trust.restore() }

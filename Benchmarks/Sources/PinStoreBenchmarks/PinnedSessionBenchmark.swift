@@ -32,7 +32,20 @@ final class LoopbackNginx {
     let directory: URL
     private let process: Process
 
-    init() throws {
+    /// Started on a random port; another port when that one is taken (up to 5 tries).
+    static func start() throws -> LoopbackNginx {
+        var lastError: (any Error)?
+        for _ in 0..<5 {
+            do {
+                return try LoopbackNginx()
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError ?? PinnedSessionBenchmarkError.setup("nginx did not start")
+    }
+
+    private init() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
             throw PinnedSessionBenchmarkError.setup("nginx is not installed (apt-get install -y nginx)")
         }
@@ -94,7 +107,10 @@ final class LoopbackNginx {
             Thread.sleep(forTimeInterval: 0.05)
         }
         kill(process.processIdentifier, SIGKILL)
-        throw PinnedSessionBenchmarkError.setup("nginx did not start: \((try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? "")")
+        process.waitUntilExit()
+        let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(at: directory)
+        throw PinnedSessionBenchmarkError.setup("nginx did not start: \(log)")
     }
 
     private static func accepts(port: Int) -> Bool {
@@ -390,7 +406,7 @@ private func throughputRows(_ clients: [(name: String, client: BenchClient)], ng
 /// Plain and pinned URLSession, AsyncHTTPClient (plain and pinned) and the URLProtocol ceiling
 /// against nginx, as result rows; `coldProcesses` fresh processes per first-request phase.
 func pinnedSessionBenchmarkRows(rounds: Int = 7, coldProcesses: Int = 11) async throws -> [Row] {
-    let nginx = try LoopbackNginx()
+    let nginx = try LoopbackNginx.start()
     defer { nginx.stop() }
     let trust = try SystemTrustForBenchmark()
     defer { trust.restore() }
@@ -454,7 +470,7 @@ func pinnedSessionBenchmarkRows(rounds: Int = 7, coldProcesses: Int = 11) async 
 /// default, `plain`, `ahc` or `memory`) and nothing else, to run under `perf record`; prints
 /// req/s and this process's CPU time per request (steadier than req/s on a busy machine).
 func pinnedSessionProfile(requests: Int, client name: String) async throws {
-    let nginx = try LoopbackNginx()
+    let nginx = try LoopbackNginx.start()
     defer { nginx.stop() }
     let trust = name == "plain" ? try SystemTrustForBenchmark() : nil
     defer { trust?.restore() }

@@ -105,7 +105,13 @@ if arguments.count >= 2, arguments[1] == "session-first" {
     exit(0)
 }
 if arguments.count == 2, arguments[1] == "session" {
-    printTable(try await pinnedSessionBenchmarkRows())
+    // A setup failure is reported, not raised at top level (which traps).
+    do {
+        printTable(try await pinnedSessionBenchmarkRows())
+    } catch {
+        FileHandle.standardError.write(Data("session benchmark failed: \(error)\n".utf8))
+        exit(1)
+    }
     exit(0)
 }
 #endif
