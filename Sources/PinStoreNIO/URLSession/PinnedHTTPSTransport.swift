@@ -158,7 +158,7 @@ final class PinnedHTTPSTransport: Sendable {
             continueInTask()
             return
         }
-        hop.outcome.futureResult.whenComplete { result in
+        hop.outcome.whenComplete { result in
             if case .success(.done) = result {
                 started.deadline.finish()
             } else {
@@ -334,10 +334,48 @@ final class PinnedHTTPSTransport: Sendable {
         case done(HTTPURLResponse, Data)
     }
 
-    /// One hop through the pool.
+    /// The outcome of one hop: completed once, on the connection's event loop (or by the pool),
+    /// and handed to a callback or a waiting task right there. An `EventLoopPromise` on
+    /// `group.next()` was often on another loop than the connection's, and completing it woke
+    /// that loop on every request.
+    fileprivate final class HopOutcome: Sendable {
+        private struct State {
+            var result: Result<Outcome, any Error>?
+            var waiters: [@Sendable (Result<Outcome, any Error>) -> Void] = []
+        }
+
+        private let state = Locked(State())
+
+        /// The first result counts; later ones are dropped.
+        func complete(_ result: Result<Outcome, any Error>) {
+            let waiters = state.withLock { state -> [@Sendable (Result<Outcome, any Error>) -> Void] in
+                guard state.result == nil else { return [] }
+                state.result = result
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter(result) }
+        }
+
+        func whenComplete(_ body: @escaping @Sendable (Result<Outcome, any Error>) -> Void) {
+            let done = state.withLock { state -> Result<Outcome, any Error>? in
+                if let result = state.result { return result }
+                state.waiters.append(body)
+                return nil
+            }
+            if let done { body(done) }
+        }
+
+        func get() async throws -> Outcome {
+            try await withCheckedThrowingContinuation { continuation in
+                whenComplete { continuation.resume(with: $0) }
+            }
+        }
+    }
+
     /// One hop under way: the pool has the request; its outcome completes `outcome`.
     struct Hop: Sendable {
-        fileprivate let outcome: EventLoopPromise<Outcome>
+        fileprivate let outcome: HopOutcome
         let ticket: PinnedConnectionPool.Ticket
     }
 
@@ -350,7 +388,7 @@ final class PinnedHTTPSTransport: Sendable {
         let poolRequest = PinnedConnectionPool.Request(
             key: target.key, head: head, body: body.map { ByteBuffer(bytes: $0) },
             timeout: .nanoseconds(Int64(max(timeout, 0.001) * 1_000_000_000)))
-        let outcome = group.next().makePromise(of: Outcome.self)
+        let outcome = HopOutcome()
         let receiver = HopReceiver(url: url, sink: sink, settings: settings, outcome: outcome)
         let ticket = pool.execute(poolRequest, receiver: receiver)
         receiver.ticket.withLock { $0 = ticket }
@@ -361,7 +399,7 @@ final class PinnedHTTPSTransport: Sendable {
     /// Waits for a hop; cancelling the waiting task cancels the hop.
     private func finish(_ hop: Hop) async throws -> Outcome {
         try await withTaskCancellationHandler {
-            try await hop.outcome.futureResult.get()
+            try await hop.outcome.get()
         } onCancel: {
             hop.ticket.cancel()
         }
@@ -475,13 +513,13 @@ final class PinnedHTTPSTransport: Sendable {
         let sink: any Sink
         let settings: SessionSettings
         let ticket = Locked<PinnedConnectionPool.Ticket?>(nil)
-        private let outcome: EventLoopPromise<Outcome>
+        private let outcome: HopOutcome
         private var response: HTTPURLResponse?
         private var redirect: URL?
         private var body = ByteBuffer()
         private var failed = false
 
-        init(url: URL, sink: any Sink, settings: SessionSettings, outcome: EventLoopPromise<Outcome>) {
+        init(url: URL, sink: any Sink, settings: SessionSettings, outcome: HopOutcome) {
             self.url = url
             self.sink = sink
             self.settings = settings
@@ -547,7 +585,7 @@ final class PinnedHTTPSTransport: Sendable {
 
         private func resume(_ result: Result<Outcome, any Error>) {
             // A promise completes once; later results are dropped.
-            outcome.completeWith(result)
+            outcome.complete(result)
         }
     }
 }
