@@ -3,6 +3,8 @@ import Foundation
 import FoundationNetworking
 import PinStore
 import PinStoreNIO
+import AsyncHTTPClient
+import NIOSSL
 
 // Issue 9: the pinned URLSession as an HTTP client, against nginx (Debian's package) with
 // keep-alive on 127.0.0.1, side by side with plain URLSession (libcurl) in one run: 300
@@ -30,7 +32,20 @@ final class LoopbackNginx {
     let directory: URL
     private let process: Process
 
-    init() throws {
+    /// Started on a random port; another port when that one is taken (up to 5 tries).
+    static func start() throws -> LoopbackNginx {
+        var lastError: (any Error)?
+        for _ in 0..<5 {
+            do {
+                return try LoopbackNginx()
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError ?? PinnedSessionBenchmarkError.setup("nginx did not start")
+    }
+
+    private init() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
             throw PinnedSessionBenchmarkError.setup("nginx is not installed (apt-get install -y nginx)")
         }
@@ -92,7 +107,10 @@ final class LoopbackNginx {
             Thread.sleep(forTimeInterval: 0.05)
         }
         kill(process.processIdentifier, SIGKILL)
-        throw PinnedSessionBenchmarkError.setup("nginx did not start: \((try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? "")")
+        process.waitUntilExit()
+        let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(at: directory)
+        throw PinnedSessionBenchmarkError.setup("nginx did not start: \(log)")
     }
 
     private static func accepts(port: Int) -> Bool {
@@ -127,19 +145,60 @@ final class LoopbackNginx {
     }
 }
 
-/// Appends the test root to the system bundle for the benchmark's duration and restores it.
+/// Installs the test root in the system trust store for the benchmark's duration, where
+/// `update-ca-certificates` would put it: appended to the bundle, and as `<subject hash>.N` in
+/// the hashed certificate directory. `restore()` puts the bundle back byte for byte (checked by
+/// SHA-256) and removes the hashed file.
 struct SystemTrustForBenchmark {
     static let bundle = URL(fileURLWithPath: "/etc/ssl/certs/ca-certificates.crt")
+    static let directory = URL(fileURLWithPath: "/etc/ssl/certs")
     let original: Data
+    let hashedFile: URL
 
     init() throws {
         original = try Data(contentsOf: Self.bundle)
-        let root = try Data(contentsOf: fixtures.appendingPathComponent("pki/root-ca.pem"))
+        let rootPath = fixtures.appendingPathComponent("pki/root-ca.pem")
+        let root = try Data(contentsOf: rootPath)
+        guard original.range(of: root) == nil else {
+            throw PinnedSessionBenchmarkError.setup("\(Self.bundle.path) already holds the test root (an earlier run was interrupted?): remove it first")
+        }
+        // OpenSSL's subject-name hash names the file in the directory (`openssl rehash` does the same).
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        openssl.arguments = ["x509", "-subject_hash", "-noout", "-in", rootPath.path]
+        let pipe = Pipe()
+        openssl.standardOutput = pipe
+        try openssl.run()
+        let hash = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        openssl.waitUntilExit()
+        guard hash.count == 8 else { throw PinnedSessionBenchmarkError.setup("openssl gave no subject hash") }
+        guard let free = (0..<10).lazy.map({ Self.directory.appendingPathComponent("\(hash).\($0)") })
+            .first(where: { !FileManager.default.fileExists(atPath: $0.path) }) else {
+            throw PinnedSessionBenchmarkError.setup("no free hashed name for \(hash)")
+        }
+        hashedFile = free
+        self.root = root
         try (original + Data("\n".utf8) + root).write(to: Self.bundle)
+        try root.write(to: hashedFile)
+    }
+
+    private let root: Data
+
+    /// Leaves the root in the bundle only while `body` runs (a system store that is not hashed,
+    /// or a root the directory lacks: the bundle has to be parsed).
+    func withRootInBundleOnly<T>(_ body: () throws -> T) rethrows -> T {
+        try? FileManager.default.removeItem(at: hashedFile)
+        defer { try? root.write(to: hashedFile) }
+        return try body()
     }
 
     func restore() {
-        try? original.write(to: Self.bundle)
+        try? FileManager.default.removeItem(at: hashedFile)
+        for _ in 0..<3 {
+            try? original.write(to: Self.bundle)
+            if let now = try? Data(contentsOf: Self.bundle), SHA256Digest.hash(now) == SHA256Digest.hash(original) { return }
+        }
+        FileHandle.standardError.write(Data("WARNING: \(Self.bundle.path) could not be restored; it still trusts the test root\n".utf8))
     }
 }
 
@@ -165,8 +224,26 @@ private func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
     sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
 }
 
-/// `count` GETs of `url` on `session`, `concurrency` at a time.
-private func run(_ session: URLSession, _ url: URL, count: Int, concurrency: Int) async throws -> RunFigures {
+/// One of the clients compared: a URLSession (plain, pinned, or answering from memory) or an
+/// AsyncHTTPClient.
+enum BenchClient: Sendable {
+    case session(URLSession)
+    case asyncHTTPClient(HTTPClient)
+
+    /// One GET; the body's size.
+    func get(_ url: URL) async throws -> Int {
+        switch self {
+        case .session(let session):
+            return try await session.data(for: URLRequest(url: url)).0.count
+        case .asyncHTTPClient(let client):
+            let response = try await client.execute(HTTPClientRequest(url: url.absoluteString), timeout: .seconds(30))
+            return try await response.body.collect(upTo: 1 << 20).readableBytes
+        }
+    }
+}
+
+/// `count` GETs of `url` on `client`, `concurrency` at a time.
+private func run(_ client: BenchClient, _ url: URL, count: Int, concurrency: Int) async throws -> RunFigures {
     let clock = ContinuousClock()
     let started = clock.now
     let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
@@ -176,8 +253,8 @@ private func run(_ session: URLSession, _ url: URL, count: Int, concurrency: Int
                 var mine: [Double] = []
                 while next.withLock({ value -> Bool in value += 1; return value <= count }) {
                     let begin = clock.now
-                    let (data, _) = try await session.data(from: url)
-                    guard data.count == 1024 else { throw PinnedSessionBenchmarkError.setup("short body: \(data.count)") }
+                    let size = try await client.get(url)
+                    guard size == 1024 else { throw PinnedSessionBenchmarkError.setup("short body: \(size)") }
                     let elapsed = clock.now - begin
                     mine.append(Double(elapsed.components.seconds) * 1e3 + Double(elapsed.components.attoseconds) / 1e15)
                 }
@@ -196,19 +273,22 @@ func progress(_ text: String) {
     FileHandle.standardError.write(Data("[\(Date())] \(text)\n".utf8))
 }
 
-/// The median runs of `rounds` by requests/s, the two clients' rounds interleaved so that load
-/// from elsewhere on a shared machine falls on both alike.
-private func medianRuns(_ first: URLSession, _ second: URLSession, _ url: URL, count: Int, concurrency: Int,
-                        rounds: Int) async throws -> (RunFigures, RunFigures) {
-    var firstRuns: [RunFigures] = []
-    var secondRuns: [RunFigures] = []
-    for _ in 0..<rounds {
-        firstRuns.append(try await run(first, url, count: count, concurrency: concurrency))
-        secondRuns.append(try await run(second, url, count: count, concurrency: concurrency))
+/// The median run of `rounds` of each client by requests/s, and the spread (slowest and fastest
+/// round's requests/s); the clients' rounds interleaved, in an order that rotates each round, so
+/// that load from elsewhere on a shared machine falls on all alike.
+private func medianRuns(_ clients: [BenchClient], _ url: URL, count: Int, concurrency: Int,
+                        rounds: Int) async throws -> [(median: RunFigures, slowest: Double, fastest: Double)] {
+    var runs = Array(repeating: [RunFigures](), count: clients.count)
+    for round in 0..<rounds {
+        for offset in clients.indices {
+            let index = (offset + round) % clients.count
+            runs[index].append(try await run(clients[index], url, count: count, concurrency: concurrency))
+        }
     }
-    firstRuns.sort { $0.requestsPerSecond < $1.requestsPerSecond }
-    secondRuns.sort { $0.requestsPerSecond < $1.requestsPerSecond }
-    return (firstRuns[rounds / 2], secondRuns[rounds / 2])
+    return runs.map { figures in
+        let sorted = figures.sorted { $0.requestsPerSecond < $1.requestsPerSecond }
+        return (sorted[rounds / 2], sorted.first?.requestsPerSecond ?? 0, sorted.last?.requestsPerSecond ?? 0)
+    }
 }
 
 func pinnedBenchmarkStore(trustSystem: Bool = false) throws -> PinStore {
@@ -239,18 +319,6 @@ func pinnedSessionMemoryChild(_ mode: String, _ url: URL) async throws {
         try? FileManager.default.removeItem(at: file)
         print(peakResidentBytes(), size)
     }
-}
-
-/// Child mode: the first request of a fresh process, from making the session to the body, in
-/// microseconds; the pinned session trusts the system store (the test root is in it for the run).
-func pinnedSessionColdChild(_ mode: String, _ url: URL) async throws {
-    let clock = ContinuousClock()
-    let store = mode == "pinned" ? try pinnedBenchmarkStore() : nil
-    let started = clock.now
-    let session = store.map { URLSession(configuration: .pinned(by: $0, trustRoots: .system)) } ?? URLSession(configuration: .default)
-    let (data, _) = try await session.data(from: url)
-    let elapsed = clock.now - started
-    print(elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000, data.count)
 }
 
 private final class DiscardingDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
@@ -289,9 +357,56 @@ private func childPeak(_ mode: String, _ url: URL, kind: String = "session-memor
     return parts.count == 2 ? (parts[0], parts[1]) : nil
 }
 
-/// Plain and pinned URLSession against nginx, as result rows.
-func pinnedSessionBenchmarkRows(rounds: Int = 7) async throws -> [Row] {
-    let nginx = try LoopbackNginx()
+/// Handshakes, then sequential and 16-concurrent rounds of every client, interleaved.
+private func throughputRows(_ clients: [(name: String, client: BenchClient)], nginx: LoopbackNginx, url small: URL,
+                            rounds: Int) async throws -> [Row] {
+    var rows: [Row] = []
+    // Handshakes: the first 300 sequential requests of each network client on a cold client.
+    // New connection serials after each client's run (a log line can land late, so serials
+    // are compared, not line counts).
+    progress("handshakes")
+    var handshakes: [Int] = []
+    for (_, client) in clients.prefix(4) {
+        let before = nginx.connectionSerials()
+        _ = try await run(client, small, count: 300, concurrency: 1)
+        try await Task.sleep(for: .milliseconds(200))
+        handshakes.append(nginx.connectionSerials().subtracting(before).count)
+    }
+
+    func figures(_ run: (median: RunFigures, slowest: Double, fastest: Double)) -> String {
+        String(format: "%.0f req/s (%.0f-%.0f; p50 %.2f ms, p99 %.2f ms)", run.median.requestsPerSecond, run.slowest, run.fastest,
+               run.median.p50, run.median.p99)
+    }
+    for concurrency in [1, 16] {
+        progress(concurrency == 1 ? "sequential" : "concurrent")
+        let results = try await medianRuns(clients.map(\.client), small, count: 300, concurrency: concurrency, rounds: rounds)
+        let label = concurrency == 1 ? "300 sequential 1 KiB GETs" : "300 GETs 16 concurrent"
+        let rate = results.map(\.median.requestsPerSecond)
+        let (plainRate, pinnedRate, ahcRate, pinnedAHCRate, memoryRate) = (rate[0], rate[1], rate[2], rate[3], rate[4])
+        rows.append(Row(name: "pinned URLSession, \(label) (nginx)", value: figures(results[1]),
+                        baseline: "plain URLSession " + figures(results[0]), ratio: String(format: "%.2fx", pinnedRate / plainRate),
+                        target: concurrency == 1 ? ">= 1.0x" : ">= 1.5x", met: pinnedRate / plainRate >= (concurrency == 1 ? 1.0 : 1.5)))
+        rows.append(Row(name: "pinned URLSession vs AsyncHTTPClient, \(label)", value: String(format: "%.0f req/s", pinnedRate),
+                        baseline: "AsyncHTTPClient " + figures(results[2]), ratio: String(format: "%.2fx", pinnedRate / ahcRate),
+                        target: concurrency == 1 ? ">= 0.5x" : "report", met: concurrency == 1 ? pinnedRate / ahcRate >= 0.5 : nil))
+        rows.append(Row(name: "  pinned AsyncHTTPClient, \(label)", value: figures(results[3]),
+                        baseline: String(format: "AsyncHTTPClient %.0f req/s", ahcRate), ratio: String(format: "%.2fx", pinnedAHCRate / ahcRate),
+                        target: "report", met: nil))
+        rows.append(Row(name: "  URLProtocol ceiling (in-memory answers, no network), \(label)", value: figures(results[4]),
+                        baseline: String(format: "AsyncHTTPClient %.0f req/s", ahcRate), ratio: String(format: "%.2fx", memoryRate / ahcRate),
+                        target: "report", met: nil))
+    }
+    rows.append(Row(name: "TLS handshakes nginx saw, 300 sequential (cold client)", value: "pinned URLSession \(handshakes[1])",
+                    baseline: "plain URLSession \(handshakes[0]), AsyncHTTPClient \(handshakes[2]), pinned AsyncHTTPClient \(handshakes[3])",
+                    ratio: "-", target: "<= 2", met: handshakes[1] <= 2))
+
+    return rows
+}
+
+/// Plain and pinned URLSession, AsyncHTTPClient (plain and pinned) and the URLProtocol ceiling
+/// against nginx, as result rows; `coldProcesses` fresh processes per first-request phase.
+func pinnedSessionBenchmarkRows(rounds: Int = 7, coldProcesses: Int = 11) async throws -> [Row] {
+    let nginx = try LoopbackNginx.start()
     defer { nginx.stop() }
     let trust = try SystemTrustForBenchmark()
     defer { trust.restore() }
@@ -303,58 +418,40 @@ func pinnedSessionBenchmarkRows(rounds: Int = 7) async throws -> [Row] {
     let roots = TrustRoots.anchors(try X509Certificate.certificates(pem: String(contentsOf: fixtures.appendingPathComponent("pki/root-ca.pem"), encoding: .utf8)))
     let pinnedBase = URLSessionConfiguration.default
     pinnedBase.httpMaximumConnectionsPerHost = 16
-    let pinned = URLSession(configuration: .pinned(by: try pinnedBenchmarkStore(), trustRoots: roots, basedOn: pinnedBase))
+    let store = try pinnedBenchmarkStore()
+    let pinned = URLSession(configuration: .pinned(by: store, trustRoots: roots, basedOn: pinnedBase))
+    // AsyncHTTPClient trusting the test root, up to 16 connections like the sessions; and the
+    // same pinned through PinStoreAsyncHTTPClient (a leaf pin check per new connection).
+    var tls = TLSConfiguration.makeClientConfiguration()
+    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(fixtures.appendingPathComponent("pki/root-ca.pem").path))
+    var ahcConfiguration = HTTPClient.Configuration(tlsConfiguration: tls)
+    ahcConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 16
+    ahcConfiguration.httpVersion = .http1Only
+    var pinnedAHCConfiguration = ahcConfiguration
+    try pinnedAHCConfiguration.pin(with: store)
+    let ahc = HTTPClient(eventLoopGroupProvider: .singleton, configuration: ahcConfiguration)
+    let pinnedAHC = HTTPClient(eventLoopGroupProvider: .singleton, configuration: pinnedAHCConfiguration)
+    // The ceiling of any URLProtocol-based client: URLSession answering from memory, no network.
+    let memory = MemoryURLProtocol.session()
+
+    let clients: [(name: String, client: BenchClient)] = [
+        ("plain URLSession", .session(plain)), ("pinned URLSession", .session(pinned)),
+        ("AsyncHTTPClient", .asyncHTTPClient(ahc)), ("pinned AsyncHTTPClient", .asyncHTTPClient(pinnedAHC)),
+        ("URLProtocol from memory", .session(memory)),
+    ]
 
     var rows: [Row] = []
-    // Handshakes: the first 300 sequential requests of each client on a cold session.
-    progress("handshakes")
-    // New connection serials after each client's run (a log line can land late, so serials
-    // are compared, not line counts).
-    var before = nginx.connectionSerials()
-    _ = try await run(plain, small, count: 300, concurrency: 1)
-    try await Task.sleep(for: .milliseconds(200))
-    let plainHandshakes = nginx.connectionSerials().subtracting(before).count
-    before = nginx.connectionSerials()
-    _ = try await run(pinned, small, count: 300, concurrency: 1)
-    try await Task.sleep(for: .milliseconds(200))
-    let pinnedHandshakes = nginx.connectionSerials().subtracting(before).count
+    do {
+        rows = try await throughputRows(clients, nginx: nginx, url: small, rounds: rounds)
+        try await ahc.shutdown()
+        try await pinnedAHC.shutdown()
+    } catch {
+        try? await ahc.shutdown()
+        try? await pinnedAHC.shutdown()
+        throw error
+    }
 
-    progress("sequential")
-    let (plainSequential, pinnedSequential) = try await medianRuns(plain, pinned, small, count: 300, concurrency: 1, rounds: rounds)
-    progress("concurrent")
-    let (plainConcurrent, pinnedConcurrent) = try await medianRuns(plain, pinned, small, count: 300, concurrency: 16, rounds: rounds)
-
-    func figures(_ run: RunFigures) -> String {
-        String(format: "%.0f req/s (p50 %.2f ms, p99 %.2f ms)", run.requestsPerSecond, run.p50, run.p99)
-    }
-    let sequentialRatio = pinnedSequential.requestsPerSecond / plainSequential.requestsPerSecond
-    rows.append(Row(name: "pinned URLSession, 300 sequential 1 KiB GETs (nginx)", value: figures(pinnedSequential),
-                    baseline: "plain URLSession " + figures(plainSequential), ratio: String(format: "%.2fx", sequentialRatio),
-                    target: ">= 1.0x", met: sequentialRatio >= 1.0))
-    let concurrentRatio = pinnedConcurrent.requestsPerSecond / plainConcurrent.requestsPerSecond
-    rows.append(Row(name: "pinned URLSession, 300 GETs 16 concurrent (nginx)", value: figures(pinnedConcurrent),
-                    baseline: "plain URLSession " + figures(plainConcurrent), ratio: String(format: "%.2fx", concurrentRatio),
-                    target: ">= 1.5x", met: concurrentRatio >= 1.5))
-    rows.append(Row(name: "TLS handshakes nginx saw, 300 sequential (cold session)", value: "\(pinnedHandshakes)",
-                    baseline: "plain URLSession \(plainHandshakes)", ratio: "-", target: "<= 2", met: pinnedHandshakes <= 2))
-
-    progress("cold")
-    // Cold: the median of 9 fresh processes each, the two clients alternating.
-    var coldSamples: [String: [Int]] = [:]
-    for _ in 0..<9 {
-        for mode in ["plain", "pinned"] {
-            if let sample = childPeak(mode, small, kind: "session-cold")?.peak { coldSamples[mode, default: []].append(sample) }
-        }
-    }
-    func cold(_ mode: String) -> Double? {
-        guard let samples = coldSamples[mode]?.sorted(), !samples.isEmpty else { return nil }
-        return Double(samples[samples.count / 2]) / 1000
-    }
-    if let pinnedCold = cold("pinned"), let plainCold = cold("plain") {
-        rows.append(Row(name: "first request of a process, system trust store", value: String(format: "pinned %.1f ms", pinnedCold),
-                        baseline: String(format: "plain URLSession %.1f ms", plainCold), ratio: String(format: "%.2fx", pinnedCold / plainCold),
-                        target: "<= 1.0x", met: pinnedCold <= plainCold))
-    }
+    rows += coldStartRows(small, processes: coldProcesses, trust: trust)
 
     progress("200 MB")
     let big = URL(string: "https://localhost:\(nginx.port)/big")!
@@ -365,5 +462,44 @@ func pinnedSessionBenchmarkRows(rounds: Int = 7) async throws -> [Row] {
                         target: "< 64 MiB", met: pinnedPeak.peak < 64 << 20 && pinnedPeak.bytes == 200_000_000))
     }
     return rows
+}
+#endif
+
+#if canImport(FoundationNetworking)
+/// `session-profile N [client]`: N sequential GETs against nginx by one client (`pinned`, the
+/// default, `plain`, `ahc` or `memory`) and nothing else, to run under `perf record`; prints
+/// req/s and this process's CPU time per request (steadier than req/s on a busy machine).
+func pinnedSessionProfile(requests: Int, client name: String) async throws {
+    let nginx = try LoopbackNginx.start()
+    defer { nginx.stop() }
+    let trust = name == "plain" ? try SystemTrustForBenchmark() : nil
+    defer { trust?.restore() }
+    let roots = TrustRoots.anchors(try X509Certificate.certificates(pem: String(contentsOf: fixtures.appendingPathComponent("pki/root-ca.pem"), encoding: .utf8)))
+    var tls = TLSConfiguration.makeClientConfiguration()
+    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(fixtures.appendingPathComponent("pki/root-ca.pem").path))
+    let ahc = name == "ahc" ? HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls)) : nil
+    let client: BenchClient
+    switch name {
+    case "plain": client = .session(URLSession(configuration: .default))
+    case "memory": client = .session(MemoryURLProtocol.session())
+    default:
+        if let ahc {
+            client = .asyncHTTPClient(ahc)
+        } else {
+            client = .session(URLSession(configuration: .pinned(by: try pinnedBenchmarkStore(), trustRoots: roots)))
+        }
+    }
+    let url = URL(string: "https://localhost:\(nginx.port)/small")!
+    _ = try await run(client, url, count: 100, concurrency: 1)
+    func cpuMicroseconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
+    }
+    let cpuBefore = cpuMicroseconds()
+    let figures = try await run(client, url, count: requests, concurrency: 1)
+    try await ahc?.shutdown()
+    // CPU time of this process (every thread) per request: steadier than req/s on a busy machine.
+    print(String(format: "%.0f req/s, %.0f µs CPU per request", figures.requestsPerSecond, (cpuMicroseconds() - cpuBefore) / Double(requests)))
 }
 #endif

@@ -11,6 +11,8 @@ import Glibc
 //   swift run -c release --package-path Benchmarks ats        ATS certificate minimums in a pinning decision only
 //   swift run -c release --package-path Benchmarks reports    what a reportURI adds to a refused connection
 //   swift run -c release --package-path Benchmarks memory N   (internal) peak RSS of an N-entry store
+//   sudo Benchmarks/.build/release/PinStoreBenchmarks session          URLSession/AsyncHTTPClient against nginx
+//   sudo Benchmarks/.build/release/PinStoreBenchmarks session-first N  first request of a process, N processes a phase
 
 /// A fetcher that serves fixed bytes: the benchmarks measure PinStore, not a network.
 struct FixedFetcher: FingerprintListFetcher {
@@ -85,17 +87,33 @@ func peakResidentBytes() -> Int {
 let arguments = CommandLine.arguments
 #if canImport(FoundationNetworking)
 // Issue 9 (PinnedSessionBenchmark.swift): `session` runs only the pinned-URLSession benchmark;
-// `session-memory` is its child process measuring one 200 MB body.
+// `session-memory` is its child process measuring one 200 MB body; `session-first [N]` runs
+// only the first-request rows (N fresh processes per phase), `session-phase` is their child.
 if arguments.count == 4, arguments[1] == "session-memory", let url = URL(string: arguments[3]) {
     try await pinnedSessionMemoryChild(arguments[2], url)
     exit(0)
 }
-if arguments.count == 4, arguments[1] == "session-cold", let url = URL(string: arguments[3]) {
-    try await pinnedSessionColdChild(arguments[2], url)
+if arguments.count == 4, arguments[1] == "session-phase", let url = URL(string: arguments[3]) {
+    try await coldPhaseChild(arguments[2], url)
+    exit(0)
+}
+if arguments.count >= 3, arguments[1] == "session-profile", let requests = Int(arguments[2]) {
+    try await pinnedSessionProfile(requests: requests, client: arguments.count > 3 ? arguments[3] : "pinned")
+    exit(0)
+}
+if arguments.count >= 2, arguments[1] == "session-first" {
+    // The first-request rows only (ColdStartBenchmark.swift): nginx, the test root installed.
+    printTable(try await firstRequestBenchmarkRows(processes: arguments.count == 3 ? Int(arguments[2]) ?? 11 : 11))
     exit(0)
 }
 if arguments.count == 2, arguments[1] == "session" {
-    printTable(try await pinnedSessionBenchmarkRows())
+    // A setup failure is reported, not raised at top level (which traps).
+    do {
+        printTable(try await pinnedSessionBenchmarkRows())
+    } catch {
+        FileHandle.standardError.write(Data("session benchmark failed: \(error)\n".utf8))
+        exit(1)
+    }
     exit(0)
 }
 #endif

@@ -53,7 +53,17 @@ public struct ChainValidator: Sendable {
             return cached
         }
         let verified = try withExtendedLifetime(store) { () throws(ChainValidationError) -> VerifiedChainCache.Entry in
-            try verify(chain: chain, hostname: hostname, at: seconds, against: store)
+            let first = store.preferred
+            do throws(ChainValidationError) {
+                return try verify(chain: chain, hostname: hostname, at: seconds, against: first)
+            } catch {
+                // A refusal by the directory-only system store is never final: the bundle file
+                // may hold a root the directory lacks, so the complete store (bundle parsed too,
+                // once per reload) decides. Failures of the input itself need no second look.
+                let aboutTheInput: Set<ChainValidationError.Reason> = [.emptyChain, .malformedCertificate, .hostnameMismatch]
+                guard !aboutTheInput.contains(error.reason), first === store, let complete = store.complete() else { throw error }
+                return try verify(chain: chain, hostname: hostname, at: seconds, against: complete)
+            }
         }
         if let cacheKey { trustRoots.store.cache.insert(verified, for: cacheKey) }
         return verified.chain

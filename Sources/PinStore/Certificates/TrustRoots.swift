@@ -21,12 +21,19 @@ public struct TrustRoots: Sendable {
     /// The system trust store only (OpenSSL's default certificate file and directory, or
     /// `SSL_CERT_FILE` / `SSL_CERT_DIR`).
     ///
-    /// The store is read when first used and read again when the bundle file or the
-    /// certificate directory changes (size, modification time or inode; checked at most once
-    /// a minute), so a root removed from the system store stops being trusted within about a
-    /// minute, without a restart. A certificate edited in place inside the directory, without
-    /// the directory itself changing, is not noticed (`update-ca-certificates` and
-    /// `c_rehash` always change the directory).
+    /// Nothing is read up front. When the certificate directory is hashed (`<subject hash>.N`
+    /// files, as `update-ca-certificates` and `openssl rehash` make them), OpenSSL looks an
+    /// issuer up there by name when a chain needs it; the whole bundle file is parsed only when
+    /// a chain finds no trusted issuer that way (or the directory is not hashed), and from then
+    /// on every chain is checked against bundle and directory together. Either way a chain is
+    /// trusted exactly when it leads to a root of the bundle or of the directory.
+    ///
+    /// The store is read again when the bundle file or the certificate directory changes
+    /// (size, modification time or inode; checked at most once a minute), so a root removed
+    /// from the system store stops being trusted within about a minute, without a restart. A
+    /// certificate edited in place inside the directory, without the directory itself
+    /// changing, is not noticed (`update-ca-certificates` and `c_rehash` always change the
+    /// directory).
     public static let system = TrustRoots(anchors: [], includingSystem: true)
 
     /// The given anchors, plus the system store when `includingSystem` is true.
@@ -66,6 +73,39 @@ struct SystemTrustSource: Sendable {
         return SystemTrustSource(file: file, directories: directories, checkInterval: .seconds(60), isOpenSSLDefault: true)
     }
 
+    /// Whether the bundle can be left out at first: some directory holds hashed certificate
+    /// files for OpenSSL's by-name lookup, and there is a bundle to fall back on.
+    var looksUpDirectoriesFirst: Bool {
+        FileManager.default.fileExists(atPath: file) && directories.contains(where: Self.isHashed)
+    }
+
+    /// Whether `directory` holds at least one `<8 hex digits>.<digits>` entry (OpenSSL's
+    /// hashed-directory naming; `.r<digits>` names hold CRLs).
+    static func isHashed(_ directory: String) -> Bool {
+        guard let handle = opendir(directory) else { return false }
+        defer { closedir(handle) }
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+            if parts.count == 2, parts[0].count == 8, parts[0].allSatisfy(\.isHexDigit),
+               !parts[1].isEmpty, parts[1].allSatisfy(\.isWholeNumber) {
+                return true
+            }
+        }
+        return false
+    }
+
+    /// The name `openssl rehash` gives `certificate` in a hashed directory: its subject name's
+    /// hash as 8 hex digits, then `.index`.
+    static func hashedFileName(for certificate: X509Certificate, index: Int = 0) -> String? {
+        guard let handle = try? X509Handle(der: certificate.derRepresentation) else { return nil }
+        let hash = UInt32(truncatingIfNeeded: X509_subject_name_hash(handle.pointer))
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 8 - hex.count) + hex + ".\(index)"
+    }
+
     /// What identifies the current content cheaply: size, modification time and inode of the
     /// bundle and of each directory (a missing path counts as a state too).
     func stamp() -> [Int64] {
@@ -85,14 +125,30 @@ struct SystemTrustSource: Sendable {
 
 /// One `X509_STORE` with its anchors loaded. Verifications hold a reference while they use it,
 /// so a reload can swap in a new one at any time.
+///
+/// With the system store and a hashed certificate directory, the store first holds the
+/// directory lookup only (OpenSSL reads an issuer from it by name when a chain needs it; nothing
+/// is parsed up front). A chain that finds no trusted issuer that way is verified again against
+/// ``complete()``, the store with the bundle file parsed too (built on that first need, then
+/// used for every verification): trust is always bundle plus directory, as
+/// `X509_STORE_set_default_paths` gives it, only read later.
 final class X509StoreSnapshot: @unchecked Sendable {
     // @unchecked: an `X509_STORE` is reference counted and locks internally; OpenSSL supports
-    // verifying against one store from many threads (every `SSL_CTX` does).
+    // verifying against one store from many threads (every `SSL_CTX` does). The directory
+    // lookup locks its own cache.
     let pointer: OpaquePointer?
     /// Messages from anchors that could not be added, reported on the first failed verification.
     let setupProblems: [String]
+    /// Whether the bundle file was left out of this store (see ``complete()``).
+    let leavesOutBundle: Bool
+    private let anchors: [X509Certificate]
+    private let system: SystemTrustSource?
+    private let completed = Locked<X509StoreSnapshot?>(nil)
 
-    init(anchors: [X509Certificate], system: SystemTrustSource?) {
+    init(anchors: [X509Certificate], system: SystemTrustSource?, directoriesFirst: Bool) {
+        self.anchors = anchors
+        self.system = system
+        leavesOutBundle = system != nil && directoriesFirst
         guard let store = X509_STORE_new() else {
             pointer = nil
             setupProblems = OpenSSLErrorQueue.drain()
@@ -101,7 +157,9 @@ final class X509StoreSnapshot: @unchecked Sendable {
         var problems: [String] = []
         if let system {
             let loaded: Bool
-            if system.isOpenSSLDefault {
+            if directoriesFirst {
+                loaded = Self.addDirectoryLookup(store, directories: system.directories)
+            } else if system.isOpenSSLDefault {
                 loaded = X509_STORE_set_default_paths(store) == 1
             } else {
                 // A missing file or directory is an empty source, as with the default paths.
@@ -135,6 +193,41 @@ final class X509StoreSnapshot: @unchecked Sendable {
         }
         pointer = store
         setupProblems = problems
+    }
+
+    /// OpenSSL's by-name lookup in the certificate directories (what `X509_STORE_set_default_paths`
+    /// adds for the directory, without the bundle).
+    private static func addDirectoryLookup(_ store: OpaquePointer, directories: [String]) -> Bool {
+        guard let lookup = X509_STORE_add_lookup(store, X509_LOOKUP_hash_dir()) else { return false }
+        for directory in directories where FileManager.default.fileExists(atPath: directory) {
+            guard X509_LOOKUP_ctrl(lookup, X509_L_ADD_DIR, directory, Int(X509_FILETYPE_PEM), nil) == 1 else { return false }
+        }
+        return true
+    }
+
+    /// The store with the bundle file too, when this one left it out (nil otherwise): built on
+    /// first use, then kept for as long as this snapshot is current.
+    func complete() -> X509StoreSnapshot? {
+        guard leavesOutBundle else { return nil }
+        if let built = completed.withLock({ $0 }) { return built }
+        let fresh = X509StoreSnapshot(anchors: anchors, system: system, directoriesFirst: false)
+        return completed.withLock { built in
+            // Two first callers may both build one; keep whichever came first.
+            if let built { return built }
+            built = fresh
+            return fresh
+        }
+    }
+
+    /// Whether the bundle file has been parsed for this snapshot (directly or by ``complete()``).
+    var hasParsedBundle: Bool {
+        !leavesOutBundle || completed.withLock { $0 != nil }
+    }
+
+    /// The complete store if it was already built, else this one: once the bundle has been
+    /// parsed, every verification uses it (one verification instead of a miss and a retry).
+    var preferred: X509StoreSnapshot {
+        completed.withLock { $0 } ?? self
     }
 
     deinit {
@@ -178,7 +271,7 @@ final class TrustStore: Sendable {
         if let snapshot, !checkDue { return snapshot }
         let stamp = system?.stamp() ?? []
         if let snapshot, stamp == knownStamp { return snapshot }
-        let fresh = X509StoreSnapshot(anchors: anchors, system: system)
+        let fresh = X509StoreSnapshot(anchors: anchors, system: system, directoriesFirst: system?.looksUpDirectoriesFirst ?? false)
         let installed = state.withLock { state -> X509StoreSnapshot in
             // Two first callers may both build one; keep whichever came first.
             if snapshot == nil, let existing = state.snapshot { return existing }

@@ -20,6 +20,8 @@ final class PinnedHTTPSTransport: Sendable {
 
     let pool: PinnedConnectionPool
     let group: any EventLoopGroup
+    /// The resource deadlines of every load, under one timer.
+    let deadlineTimer: ResourceDeadlineTimer
     /// The configuration values captured when `.pinned(...)` made it: used when the session's own
     /// configuration cannot be read from the task.
     let defaults: SessionSettings
@@ -81,6 +83,7 @@ final class PinnedHTTPSTransport: Sendable {
     init(verifier: PinningTLSVerifier, settings: SessionSettings, maximumConnectionsPerHost: Int, group: any EventLoopGroup) {
         defaults = settings
         self.group = group
+        deadlineTimer = ResourceDeadlineTimer(eventLoop: group.next())
         var tls = TLSConfiguration.makeClientConfiguration()
         // HTTP/2 when the server offers it, else HTTP/1.1.
         tls.applicationProtocols = ["h2", "http/1.1"]
@@ -138,7 +141,7 @@ final class PinnedHTTPSTransport: Sendable {
         // one timer on an event loop, which cancels whatever hop is running when it fires.
         let deadline = ResourceDeadline()
         if settings.resourceTimeout > 0, settings.resourceTimeout < 100 * 365 * 86_400 {
-            deadline.start(on: group.next(), after: .nanoseconds(Int64(settings.resourceTimeout * 1_000_000_000)))
+            deadline.start(with: deadlineTimer, at: .now() + .nanoseconds(Int64(settings.resourceTimeout * 1_000_000_000)))
         }
         guard firstHop else { return Started(deadline: deadline, firstHop: nil) }
         let hop = Result<Hop, any Error> {
@@ -148,10 +151,29 @@ final class PinnedHTTPSTransport: Sendable {
         return Started(deadline: deadline, firstHop: hop)
     }
 
-    /// The resource timeout of one load: when it fires, the running hop is cancelled.
+    /// Ends a started load without a task in the common case: when its first hop ends with the
+    /// final response (which the sink already has, from the event loop), the load is done there
+    /// and then. A redirect to follow, a failure to report, or a first hop that could not start
+    /// calls `continueInTask`, which must run ``load(_:settings:body:sink:redirectDecider:started:)``
+    /// with `started`. Spares every plain request a task and two thread wake-ups.
+    func finishWithoutTask(_ started: Started, continueInTask: @escaping @Sendable () -> Void) {
+        guard case .success(let hop)? = started.firstHop else {
+            continueInTask()
+            return
+        }
+        hop.outcome.whenComplete { result in
+            if case .success(.done) = result {
+                started.deadline.finish()
+            } else {
+                continueInTask()
+            }
+        }
+    }
+
+    /// The resource timeout of one load: when it expires, the running hop is cancelled.
     final class ResourceDeadline: Sendable {
         private struct State {
-            var timer: Scheduled<Void>?
+            var timer: ResourceDeadlineTimer?
             var expired = false
             var finished = false
             var running: PinnedConnectionPool.Ticket?
@@ -161,16 +183,19 @@ final class PinnedHTTPSTransport: Sendable {
 
         var expired: Bool { state.withLock { $0.expired } }
 
-        func start(on eventLoop: any EventLoop, after delay: TimeAmount) {
-            let timer = eventLoop.scheduleTask(in: delay) { [self] in
-                let running = state.withLock { state -> PinnedConnectionPool.Ticket? in
-                    guard !state.finished else { return nil }
-                    state.expired = true
-                    return state.running
-                }
-                running?.cancel()
-            }
+        func start(with timer: ResourceDeadlineTimer, at deadline: NIODeadline) {
             state.withLock { $0.timer = timer }
+            timer.register(self, at: deadline)
+        }
+
+        /// The deadline passed: the running hop (and any later one) is cancelled.
+        func expire() {
+            let running = state.withLock { state -> PinnedConnectionPool.Ticket? in
+                guard !state.finished else { return nil }
+                state.expired = true
+                return state.running
+            }
+            running?.cancel()
         }
 
         /// The hop now running; cancelled at once if the deadline already passed.
@@ -187,7 +212,79 @@ final class PinnedHTTPSTransport: Sendable {
                 state.finished = true
                 state.running = nil
                 return state.timer
-            }?.cancel()
+            }?.unregister(self)
+        }
+    }
+
+    /// The loads' resource deadlines, with one timer for all of them, armed at the earliest.
+    ///
+    /// A timer per load cost two cross-thread operations on an event loop per request (schedule
+    /// and cancel, each able to wake it). Here a load registers and unregisters under a lock;
+    /// the timer is rescheduled only when a load's deadline is earlier than the one it is armed
+    /// for, which loads with a session's fixed timeout, registered in order, never are.
+    final class ResourceDeadlineTimer: Sendable {
+        private struct Armed {
+            var at: NIODeadline
+            var task: Scheduled<Void>
+        }
+
+        private struct State {
+            var pending: [ObjectIdentifier: (at: NIODeadline, load: ResourceDeadline)] = [:]
+            var armed: Armed?
+        }
+
+        private let eventLoop: any EventLoop
+        private let state = Locked(State())
+
+        init(eventLoop: any EventLoop) {
+            self.eventLoop = eventLoop
+        }
+
+        func register(_ load: ResourceDeadline, at deadline: NIODeadline) {
+            let needsArming = state.withLock { state -> Bool in
+                state.pending[ObjectIdentifier(load)] = (deadline, load)
+                return state.armed.map { $0.at > deadline } ?? true
+            }
+            if needsArming { arm(at: deadline) }
+        }
+
+        func unregister(_ load: ResourceDeadline) {
+            _ = state.withLock { $0.pending.removeValue(forKey: ObjectIdentifier(load)) }
+        }
+
+        /// Pending loads (for tests).
+        var pendingCount: Int { state.withLock { $0.pending.count } }
+
+        private func arm(at deadline: NIODeadline) {
+            let task = eventLoop.scheduleTask(deadline: deadline) { [weak self] () -> Void in self?.fire() }
+            let superseded = state.withLock { state -> Scheduled<Void>? in
+                // Another caller may have armed it meanwhile: the earlier of the two stays.
+                if let armed = state.armed, armed.at <= deadline { return task }
+                let previous = state.armed?.task
+                state.armed = Armed(at: deadline, task: task)
+                return previous
+            }
+            superseded?.cancel()
+        }
+
+        private func fire() {
+            let now = NIODeadline.now()
+            let (due, next) = state.withLock { state -> ([ResourceDeadline], NIODeadline?) in
+                state.armed = nil
+                var due: [ResourceDeadline] = []
+                var next: NIODeadline?
+                for (key, entry) in state.pending {
+                    if entry.at <= now {
+                        due.append(entry.load)
+                        state.pending[key] = nil
+                    } else {
+                        next = min(next ?? entry.at, entry.at)
+                    }
+                }
+                return (due, next)
+            }
+            for load in due { load.expire() }
+            if let next { arm(at: next) }
         }
     }
 
@@ -240,10 +337,48 @@ final class PinnedHTTPSTransport: Sendable {
         case done(HTTPURLResponse, Data)
     }
 
-    /// One hop through the pool.
+    /// The outcome of one hop: completed once, on the connection's event loop (or by the pool),
+    /// and handed to a callback or a waiting task right there. An `EventLoopPromise` on
+    /// `group.next()` was often on another loop than the connection's, and completing it woke
+    /// that loop on every request.
+    fileprivate final class HopOutcome: Sendable {
+        private struct State {
+            var result: Result<Outcome, any Error>?
+            var waiters: [@Sendable (Result<Outcome, any Error>) -> Void] = []
+        }
+
+        private let state = Locked(State())
+
+        /// The first result counts; later ones are dropped.
+        func complete(_ result: Result<Outcome, any Error>) {
+            let waiters = state.withLock { state -> [@Sendable (Result<Outcome, any Error>) -> Void] in
+                guard state.result == nil else { return [] }
+                state.result = result
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter(result) }
+        }
+
+        func whenComplete(_ body: @escaping @Sendable (Result<Outcome, any Error>) -> Void) {
+            let done = state.withLock { state -> Result<Outcome, any Error>? in
+                if let result = state.result { return result }
+                state.waiters.append(body)
+                return nil
+            }
+            if let done { body(done) }
+        }
+
+        func get() async throws -> Outcome {
+            try await withCheckedThrowingContinuation { continuation in
+                whenComplete { continuation.resume(with: $0) }
+            }
+        }
+    }
+
     /// One hop under way: the pool has the request; its outcome completes `outcome`.
     struct Hop: Sendable {
-        fileprivate let outcome: EventLoopPromise<Outcome>
+        fileprivate let outcome: HopOutcome
         let ticket: PinnedConnectionPool.Ticket
     }
 
@@ -256,7 +391,7 @@ final class PinnedHTTPSTransport: Sendable {
         let poolRequest = PinnedConnectionPool.Request(
             key: target.key, head: head, body: body.map { ByteBuffer(bytes: $0) },
             timeout: .nanoseconds(Int64(max(timeout, 0.001) * 1_000_000_000)))
-        let outcome = group.next().makePromise(of: Outcome.self)
+        let outcome = HopOutcome()
         let receiver = HopReceiver(url: url, sink: sink, settings: settings, outcome: outcome)
         let ticket = pool.execute(poolRequest, receiver: receiver)
         receiver.ticket.withLock { $0 = ticket }
@@ -267,7 +402,7 @@ final class PinnedHTTPSTransport: Sendable {
     /// Waits for a hop; cancelling the waiting task cancels the hop.
     private func finish(_ hop: Hop) async throws -> Outcome {
         try await withTaskCancellationHandler {
-            try await hop.outcome.futureResult.get()
+            try await hop.outcome.get()
         } onCancel: {
             hop.ticket.cancel()
         }
@@ -387,13 +522,13 @@ final class PinnedHTTPSTransport: Sendable {
         let sink: any Sink
         let settings: SessionSettings
         let ticket = Locked<PinnedConnectionPool.Ticket?>(nil)
-        private let outcome: EventLoopPromise<Outcome>
+        private let outcome: HopOutcome
         private var response: HTTPURLResponse?
         private var redirect: URL?
         private var body = ByteBuffer()
         private var failed = false
 
-        init(url: URL, sink: any Sink, settings: SessionSettings, outcome: EventLoopPromise<Outcome>) {
+        init(url: URL, sink: any Sink, settings: SessionSettings, outcome: HopOutcome) {
             self.url = url
             self.sink = sink
             self.settings = settings
@@ -459,7 +594,7 @@ final class PinnedHTTPSTransport: Sendable {
 
         private func resume(_ result: Result<Outcome, any Error>) {
             // A promise completes once; later results are dropped.
-            outcome.completeWith(result)
+            outcome.complete(result)
         }
     }
 }

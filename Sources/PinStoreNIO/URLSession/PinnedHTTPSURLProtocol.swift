@@ -14,6 +14,8 @@ final class PinnedHTTPSURLProtocol<Slot: PinnedSessionSlot>: URLProtocol {
 
     private struct LoadState {
         var task: Task<Void, Never>?
+        /// The first hop while no task runs the load (``PinnedHTTPSTransport/finishWithoutTask(_:continueInTask:)``).
+        var firstHop: PinnedConnectionPool.Ticket?
         var stopped = false
     }
 
@@ -70,29 +72,45 @@ final class PinnedHTTPSURLProtocol<Slot: PinnedSessionSlot>: URLProtocol {
         default:
             break
         }
-        let work = Task { [started, readyBody] in
-            do {
-                var body = readyBody
-                if body == nil, started == nil {
-                    body = try requestBody(of: request, upload: uploadBody)
+        let loading = self.loading
+        let runInTask: @Sendable () -> Void = { [started, readyBody] in
+            let work = Task {
+                do {
+                    var body = readyBody
+                    if body == nil, started == nil {
+                        body = try requestBody(of: request, upload: uploadBody)
+                    }
+                    let (response, data) = try await transport.load(request, settings: settings, body: body, sink: sink,
+                                                                    redirectDecider: decider, started: started)
+                    sink.complete(response, data)
+                } catch {
+                    reporter.fail(error)
                 }
-                let (response, data) = try await transport.load(request, settings: settings, body: body, sink: sink,
-                                                                redirectDecider: decider, started: started)
-                sink.complete(response, data)
-            } catch {
-                reporter.fail(error)
             }
+            let stopped = loading.withLock { state -> Bool in
+                state.task = work
+                return state.stopped
+            }
+            if stopped { work.cancel() }
         }
-        loading.withLock { $0.task = work }
+        guard let started, case .success(let hop)? = started.firstHop else {
+            runInTask()
+            return
+        }
+        // The first hop is with the pool already: most loads end with it, on the event loop, and
+        // need no task; a redirect or a failure continues in one.
+        loading.withLock { $0.firstHop = hop.ticket }
+        transport.finishWithoutTask(started, continueInTask: runInTask)
     }
 
     override func stopLoading() {
         // URLSession reports the cancellation itself; after this the client hears nothing more.
-        let task = loading.withLock { state in
+        let (task, firstHop) = loading.withLock { state in
             state.stopped = true
-            return state.task
+            return (state.task, state.firstHop)
         }
         task?.cancel()
+        firstHop?.cancel()
     }
 
     fileprivate var isStopped: Bool {

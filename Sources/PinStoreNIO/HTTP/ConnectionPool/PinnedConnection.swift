@@ -161,7 +161,7 @@ final class PinnedConnection: Sendable {
                  onControl: @escaping @Sendable (PinnedRequestControl) -> Void) {
         switch protocolKind {
         case .http1(let handler):
-            onControl(Self.control(handler))
+            onControl(Self.control(handler, receiver: receiver))
             channel.eventLoop.execute {
                 handler.value.execute(head: head, body: body, silenceTimeout: silenceTimeout, receiver: receiver)
             }
@@ -181,7 +181,7 @@ final class PinnedConnection: Sendable {
                     do {
                         let handler = NIOLoopBound(try stream.pipeline.syncOperations.handler(type: PinnedConnectionHandler.self),
                                                    eventLoop: stream.eventLoop)
-                        onControl(Self.control(handler))
+                        onControl(Self.control(handler, receiver: receiver))
                         handler.value.execute(head: head, body: body, silenceTimeout: silenceTimeout, receiver: receiver)
                     } catch {
                         stream.close(promise: nil)
@@ -195,10 +195,14 @@ final class PinnedConnection: Sendable {
         }
     }
 
-    private static func control(_ handler: NIOLoopBound<PinnedConnectionHandler>) -> PinnedRequestControl {
+    private static func control(_ handler: NIOLoopBound<PinnedConnectionHandler>, receiver: any PinnedResponseReceiver) -> PinnedRequestControl {
         PinnedRequestControl(
             resumeReading: { handler.eventLoop.execute { handler.value.resumeReading() } },
-            abort: { failure in handler.eventLoop.execute { handler.value.abort(failure) } })
+            // Weak: the request holds its control (no cycle); a request gone has nothing to abort.
+            abort: { [weak receiver] failure in
+                guard let receiver else { return }
+                handler.eventLoop.execute { handler.value.abort(failure, ifServing: receiver) }
+            })
     }
 
     func close() {
@@ -345,8 +349,12 @@ final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         }
     }
 
-    func abort(_ failure: PinnedHTTPFailure) {
+    /// Ends the current request with `failure` and closes the connection. With `receiver`, only
+    /// while that request is the current one: a late cancellation of a request that already
+    /// ended must not close the connection under the next one.
+    func abort(_ failure: PinnedHTTPFailure, ifServing receiver: (any PinnedResponseReceiver)? = nil) {
         guard let context else { return }
+        if let receiver, current?.receiver !== receiver { return }
         finish(with: failure, context: context)
     }
 
