@@ -22,6 +22,29 @@ import Testing
         #expect(fetcher.requestCount == 2)
     }
 
+    @Test func aRefusalDecidedBeforeAListArrivedDownloadsNothingMore() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let fetcher = ScriptedFetcher.serving(try SignedLists.staticList(["localhost"]))
+        let store = try StoreFixtures.store(fetcher, directory: directory.url)
+        // A connection decided "no pins" under the empty store; meanwhile a download ended.
+        let decidedUnder = store.listGeneration
+        #expect(await store.update() == .ok)
+        #expect(await store.updateAfterRefusal(decidedUnder: decidedUnder) == .ok)
+        #expect(fetcher.requestCount == 1)
+    }
+
+    @Test func theUpdateAfterARefusalLooksAgainBeforeDownloading() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let fetcher = ScriptedFetcher.serving(try SignedLists.staticList(["localhost"]))
+        let store = try StoreFixtures.store(fetcher, directory: directory.url)
+        // The first decision (no pins) was made before this download ended.
+        #expect(await store.update() == .ok)
+        let decision = await PinningEvaluator.pinDecisionAfterUpdate(store: store, host: "localhost",
+                                                                      validatedChain: try TestResources.chainDER("pki/localhost-chain.pem"))
+        #expect(decision.isAllowed)
+        #expect(fetcher.requestCount == 1)
+    }
+
     @Test func aMismatchWithUpdateOnMismatchOffDownloadsNothing() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         let fetcher = ScriptedFetcher.serving(try SignedLists.staticList(["localhost"]))

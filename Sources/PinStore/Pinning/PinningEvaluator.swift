@@ -209,7 +209,13 @@ public struct PinningEvaluator: Sendable {
     /// ``PinStore/updateAfterRefusal()`` (at most one download a minute on behalf of refusals;
     /// one under way is shared), then the pin check again.
     static func pinDecisionAfterUpdate(store: PinStore, host: String, validatedChain: [Data]) async -> PinningDecision {
-        let updateResult = await store.updateAfterRefusal()
+        // A download that ended since the first decision (the scheduled one a request started,
+        // say) may have brought the pins already: look again first, and download only if the
+        // list is still the one this look saw.
+        let generation = store.listGeneration
+        let recheck = pinDecision(store: store, host: host, validatedChain: validatedChain)
+        if case .allow = recheck { return recheck }
+        let updateResult = await store.updateAfterRefusal(decidedUnder: generation)
         let second = pinDecision(store: store, host: host, validatedChain: validatedChain)
         switch second {
         case .deny(let again) where again.reason.isNoPinsForHost:

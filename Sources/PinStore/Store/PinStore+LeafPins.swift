@@ -183,7 +183,11 @@ extension PinStore {
 
     /// One ``updateAfterRefusal()``, then ``leafDecision(leafCertificate:)`` again.
     package func leafDecisionAfterUpdate(leafCertificate der: Data) async -> (decision: PinningDecision, host: String) {
-        let updateResult = await updateAfterRefusal()
+        // As PinningEvaluator's: look again before downloading; the list may have just changed.
+        let generation = listGeneration
+        let recheck = leafDecision(leafCertificate: der)
+        if case .allow = recheck.decision { return recheck }
+        let updateResult = await updateAfterRefusal(decidedUnder: generation)
         let second = leafDecision(leafCertificate: der)
         switch second.decision {
         case .deny(let failure) where failure.reason.isNoPinsForHost:

@@ -463,14 +463,23 @@ public final class PinStore: Sendable {
     /// behalf of refusals (``refusalUpdateInterval``). Explicit and scheduled updates do not
     /// count against that limit. Returns nil when the limit held the download back (the
     /// decision stays as it was).
-    package func updateAfterRefusal() async -> UpdateResult? {
+    ///
+    /// - Parameter generation: The ``listGeneration`` the refusal was decided under. When the
+    ///   list has changed since (a download that just ended), nothing is downloaded and the
+    ///   result is `.ok`: deciding again uses the new list.
+    package func updateAfterRefusal(decidedUnder generation: UInt64? = nil) async -> UpdateResult? {
         let now = clock.now()
         // Join or start in one critical section: a download that ends between a check and a
         // start must not let refusals chain downloads back to back.
+        var listChanged = false
         let download = state.withLock { state -> Task<UpdateReport, Never>? in
             // Joining a download under way (scheduled, explicit or another refusal's) is free
             // and does not start the minute.
             if let running = state.inFlight { return running }
+            if let generation, generation != state.generation {
+                listChanged = true
+                return nil
+            }
             if let last = state.lastRefusalUpdate, now >= last,
                now.timeIntervalSince(last) < Self.refusalUpdateInterval { return nil }
             state.lastRefusalUpdate = now
@@ -478,6 +487,7 @@ public final class PinStore: Sendable {
             state.inFlight = task
             return task
         }
+        if listChanged { return .ok }
         guard let download else { return nil }
         return await download.value.result
     }
