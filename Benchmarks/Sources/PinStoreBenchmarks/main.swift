@@ -48,8 +48,24 @@ func scratchDirectory() -> URL {
     let base = FileManager.default.fileExists(atPath: "/dev/shm") ? URL(fileURLWithPath: "/dev/shm") : FileManager.default.temporaryDirectory
     let url = base.appendingPathComponent("pinstore-bench-\(UUID().uuidString)")
     try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    scratchLock.lock()
+    if scratchDirectories.isEmpty {
+        // Every mode ends with `exit`: remove this process's folders then, so runs do not pile
+        // up in /dev/shm.
+        atexit {
+            scratchLock.lock()
+            for url in scratchDirectories { try? FileManager.default.removeItem(at: url) }
+            scratchLock.unlock()
+        }
+    }
+    scratchDirectories.append(url)
+    scratchLock.unlock()
     return url
 }
+
+/// The scratch folders this process made (``scratchDirectory()``), behind ``scratchLock``.
+nonisolated(unsafe) var scratchDirectories: [URL] = []
+let scratchLock = NSLock()
 
 func storeWithFallback(_ entries: [FingerprintEntry], publicKey: String) throws -> PinStore {
     try PinStore(configuration: .init(serviceURL: URL(string: "https://pins.bench.pinstore.test/list.json")!,
