@@ -33,21 +33,21 @@ package enum HostName {
         // "" has no label at all.
         guard let last = bytes.last else { return .invalid }
         let dot = UInt8(ascii: ".")
-        var bad = false
-        var uppercase = false
-        // A colon: perhaps an IPv6 address, which `normalized` puts in its canonical form.
-        var colon = false
+        // Flags gathered without branches (this runs for every `validate`): bit 0 refuses the
+        // name, bit 1 sends it to `normalized` (an uppercase letter, or a colon: perhaps an
+        // IPv6 address, which `normalized` puts in its canonical form).
+        var flags: UInt8 = 0
         // Starting as if after a dot makes a leading dot an empty label (a lone "." too).
-        var previousWasDot = true
+        var previousWasDot: UInt8 = 1
         for byte in bytes {
-            let isDot = byte == dot
-            bad = bad || (isDot && previousWasDot) || byte <= 0x20 || byte == 0x7f
-            uppercase = uppercase || (byte &- UInt8(ascii: "A") < 26)
-            colon = colon || byte == UInt8(ascii: ":")
+            let isDot: UInt8 = byte == dot ? 1 : 0
+            let control: UInt8 = byte <= 0x20 || byte == 0x7f ? 1 : 0
+            let upperOrColon: UInt8 = byte &- UInt8(ascii: "A") < 26 || byte == UInt8(ascii: ":") ? 2 : 0
+            flags |= (isDot & previousWasDot) | control | upperOrColon
             previousWasDot = isDot
         }
-        if bad { return .invalid }
-        return uppercase || colon || last == dot ? .needsNormalizing : .clean
+        if flags & 1 != 0 { return .invalid }
+        return flags & 2 != 0 || last == dot ? .needsNormalizing : .clean
     }
 
     /// ASCII lowercase, no trailing dot, and an IPv6 address (bracketed or not) in its one
