@@ -32,3 +32,14 @@ void CPinStoreShims_malloc_trim(void) {
     malloc_trim(0);
 #endif
 }
+
+// libcrypto frees its locks and tables in an `atexit` handler unless it was first initialized
+// with OPENSSL_INIT_NO_ATEXIT. A store's background work (a list download verifying signatures
+// on every core) can still run when a server calls `exit`, and then crashes in a freed lock: a
+// child process exiting mid-update crashed 7 times in 40 (ProcessExitTests). Only the first
+// initialization decides, and libcurl (FoundationNetworking's URLSession) initializes libcrypto
+// when first used, so this runs when the program is loaded, before any of that. The operating
+// system reclaims the memory at exit anyway.
+__attribute__((constructor)) static void CPinStoreShims_initializeOpenSSLWithoutExitCleanup(void) {
+    OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
+}

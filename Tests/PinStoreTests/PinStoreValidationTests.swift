@@ -93,11 +93,12 @@ import Testing
 
     @Test func fallbackPinsApplyBeforeAnyUpdate() throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
-        let fetcher = ScriptedFetcher.serving(Data())
+        // A list server that never answers: the store is due, so `validate` starts a background
+        // update, but its answer comes from the fallback at once, never from a download.
+        let fetcher = ScriptedFetcher.serving(Data(), delay: .seconds(3_600))
         let store = try StoreFixtures.store(fetcher, directory: directory.url, fallback: StoreFixtures.list("fallback.json"))
         #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
         #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("attacker")) == .untrusted)
-        #expect(fetcher.requestCount == 0)
     }
 
     @Test func fallbackAndStoredPinsBothCount() async throws {

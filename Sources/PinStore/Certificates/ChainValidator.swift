@@ -18,7 +18,6 @@ public struct ChainValidator: Sendable {
 
     /// A validator against `trustRoots` (the system store by default).
     public init(trustRoots: TrustRoots = .system) {
-        OpenSSLLibrary.initialized
         self.trustRoots = trustRoots
     }
 

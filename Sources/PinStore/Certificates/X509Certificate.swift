@@ -43,7 +43,6 @@ public struct X509Certificate: Sendable, Hashable {
 
     /// Parses one DER certificate. Trailing bytes after it are refused.
     public init(derRepresentation der: Data) throws(PinStoreError) {
-        OpenSSLLibrary.initialized
         guard !der.isEmpty else {
             throw PinStoreError(.noCertificate, "The certificate data is empty.")
         }
@@ -95,7 +94,6 @@ final class X509Handle {
     let pointer: OpaquePointer
 
     init(der: Data) throws(PinStoreError) {
-        OpenSSLLibrary.initialized
         let parsed: OpaquePointer? = der.withUnsafeBytes { raw in
             guard let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
             var cursor: UnsafePointer<UInt8>? = base

@@ -9,7 +9,6 @@ public struct P256PrivateKey: Sendable {
 
     /// A fresh random key from OpenSSL's generator.
     public init() throws(PinStoreError) {
-        OpenSSLLibrary.initialized
         guard let generated = CPinStoreShims_EVP_PKEY_generate_ec(P256PublicKey.curveName) else {
             throw OpenSSLErrorQueue.error(.openSSLFailure, "OpenSSL could not generate a P-256 key.")
         }
@@ -19,7 +18,6 @@ public struct P256PrivateKey: Sendable {
     /// Reads a PEM private key (PKCS#8, encrypted or not, or traditional EC), decrypting it with
     /// `passphrase` when it is encrypted.
     public init(pem: String, passphrase: String? = nil) throws(PinStoreError) {
-        OpenSSLLibrary.initialized
         guard let bio = MemoryBIO(reading: Data(pem.utf8)) else {
             throw OpenSSLErrorQueue.error(.openSSLFailure, "OpenSSL could not allocate a buffer.")
         }

@@ -22,7 +22,6 @@ public struct P256PublicKey: Sendable {
 
     /// Parses the way apps configure a key: PEM text, or Base64 of an X9.63 point or a DER SPKI.
     public init(configuredString text: String) throws(PinStoreError) {
-        OpenSSLLibrary.initialized
         if text.contains("-----BEGIN") {
             try self.init(pem: text)
             return
@@ -40,7 +39,6 @@ public struct P256PublicKey: Sendable {
     /// Builds the key from an X9.63 point: 65 bytes uncompressed (`04 || X || Y`) or 33 bytes
     /// compressed (`02`/`03 || X`).
     public init(x963Representation bytes: Data) throws(PinStoreError) {
-        OpenSSLLibrary.initialized
         switch (bytes.count, bytes.first) {
         case (65, 0x04), (33, 0x02), (33, 0x03):
             break
@@ -54,7 +52,6 @@ public struct P256PublicKey: Sendable {
 
     /// Builds the key from a DER SubjectPublicKeyInfo.
     public init(derSubjectPublicKeyInfo der: Data) throws(PinStoreError) {
-        OpenSSLLibrary.initialized
         let parsed: OpaquePointer? = der.withUnsafeBytes { raw in
             var cursor = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
             guard cursor != nil else { return nil }

@@ -154,7 +154,6 @@ public final class PinStore: Sendable {
     package init(configuration: Configuration, fetcher: any FingerprintListFetcher, clock: any PinStoreClock,
                  logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil,
                  reportSender: (any PinFailureReportSender)? = nil, reportLimits: PinFailureReporter.Limits = .init()) throws(PinStoreError) {
-        OpenSSLLibrary.initialized
         let (publicKey, fallback, staticPins) = try configuration.validated()
         var kept = configuration
         kept.fallbackData = nil
