@@ -47,8 +47,13 @@ enum Pins {
 
     /// A pinned client trusting the test root CA.
     static func client(_ store: PinStore, updateOnEmpty: Bool = true, updateOnMismatch: Bool = true) throws -> HTTPClient {
-        let client = HTTPClient(eventLoopGroupProvider: .singleton,
-                                configuration: try .pinned(by: store, tlsConfiguration: tls(), updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch))
+        var configuration = try HTTPClient.Configuration.pinned(by: store, tlsConfiguration: tls(), updateOnEmpty: updateOnEmpty,
+                                                                updateOnMismatch: updateOnMismatch)
+        // The pin check (and the list download an unknown host triggers) runs inside the
+        // connect: AsyncHTTPClient's 10 s default ran out under AddressSanitizer with every
+        // suite running at once on two cores.
+        configuration.timeout.connect = .seconds(60)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         keptAlive.withLock { $0.append(client) }
         return client
     }
