@@ -20,21 +20,10 @@ extension PinPolicyImport {
     /// plain HTTP or relaxes the trust evaluation. Any other key is refused, so a typo cannot
     /// silently drop an exception.
     public static func transportSecurityExceptions(infoPlist data: Data) throws(PinPolicyImportError) -> [TransportSecurityException] {
-        let root: Any
-        do {
-            root = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
-        } catch {
-            throw PinPolicyImportError(location: "plist", reason: "not a property list (\(error.localizedDescription))")
-        }
-        guard let top = root as? [String: Any] else {
-            throw PinPolicyImportError(location: "plist", reason: "the top level is not a dictionary")
-        }
+        let top = try plistDictionary(data)
         var path = "NSAppTransportSecurity.NSExceptionDomains"
         let domainsValue: Any?
-        if let ats = top["NSAppTransportSecurity"] {
-            guard let ats = ats as? [String: Any] else {
-                throw PinPolicyImportError(location: "NSAppTransportSecurity", reason: "is not a dictionary")
-            }
+        if let ats = try appTransportSecurity(in: top) {
             domainsValue = ats["NSExceptionDomains"]
         } else {
             domainsValue = top["NSExceptionDomains"]

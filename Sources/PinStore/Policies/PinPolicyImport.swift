@@ -31,12 +31,8 @@ public struct PinPolicyImportError: Error, Sendable, Hashable, CustomStringConve
 /// The import checks names and digests and says where a problem is; the store checks the rest
 /// when it is made (a domain with one pin is refused there for want of a backup pin).
 public enum PinPolicyImport {
-    /// The `NSPinnedDomains` of an Info.plist (XML or binary), or of a plist whose top level is
-    /// `NSAppTransportSecurity`'s dictionary or `NSPinnedDomains` itself. Each domain becomes a
-    /// policy: `NSPinnedLeafIdentities` as ``PinIdentity/leafKey(spkiSHA256Base64:)``,
-    /// `NSPinnedCAIdentities` as ``PinIdentity/caKey(spkiSHA256Base64:)``; a domain with both
-    /// requires a match in each (``PinPolicy/requiresMatchInEachCategory``), as ATS does.
-    public static func infoPlist(_ data: Data) throws(PinPolicyImportError) -> [PinPolicy] {
+    /// The top-level dictionary of a property list.
+    static func plistDictionary(_ data: Data) throws(PinPolicyImportError) -> [String: Any] {
         let root: Any
         do {
             root = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
@@ -46,12 +42,28 @@ public enum PinPolicyImport {
         guard let top = root as? [String: Any] else {
             throw PinPolicyImportError(location: "plist", reason: "the top level is not a dictionary")
         }
+        return top
+    }
+
+    /// The `NSAppTransportSecurity` dictionary of an Info.plist; nil when it has none.
+    static func appTransportSecurity(in top: [String: Any]) throws(PinPolicyImportError) -> [String: Any]? {
+        guard let ats = top["NSAppTransportSecurity"] else { return nil }
+        guard let dictionary = ats as? [String: Any] else {
+            throw PinPolicyImportError(location: "NSAppTransportSecurity", reason: "is not a dictionary")
+        }
+        return dictionary
+    }
+
+    /// The `NSPinnedDomains` of an Info.plist (XML or binary), or of a plist whose top level is
+    /// `NSAppTransportSecurity`'s dictionary or `NSPinnedDomains` itself. Each domain becomes a
+    /// policy: `NSPinnedLeafIdentities` as ``PinIdentity/leafKey(spkiSHA256Base64:)``,
+    /// `NSPinnedCAIdentities` as ``PinIdentity/caKey(spkiSHA256Base64:)``; a domain with both
+    /// requires a match in each (``PinPolicy/requiresMatchInEachCategory``), as ATS does.
+    public static func infoPlist(_ data: Data) throws(PinPolicyImportError) -> [PinPolicy] {
+        let top = try plistDictionary(data)
         var path = "NSAppTransportSecurity.NSPinnedDomains"
         let domainsValue: Any?
-        if let ats = top["NSAppTransportSecurity"] {
-            guard let ats = ats as? [String: Any] else {
-                throw PinPolicyImportError(location: "NSAppTransportSecurity", reason: "is not a dictionary")
-            }
+        if let ats = try appTransportSecurity(in: top) {
             domainsValue = ats["NSPinnedDomains"]
         } else if let pinned = top["NSPinnedDomains"] {
             domainsValue = pinned
