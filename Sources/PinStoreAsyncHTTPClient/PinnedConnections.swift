@@ -24,6 +24,15 @@ final class PinnedConnections: Sendable {
     struct Admitted: Sendable {
         let channel: any Channel
         let leaf: Data
+        let peerAddress: String?
+
+        /// What the decision depends on.
+        struct Key: Hashable {
+            let leaf: Data
+            let peerAddress: String?
+        }
+
+        var key: Key { Key(leaf: leaf, peerAddress: peerAddress) }
     }
 
     init(store: PinStore, updateOnEmpty: Bool, updateOnMismatch: Bool, logger: Logger?) {
@@ -72,15 +81,19 @@ final class PinnedConnections: Sendable {
         // while the decision (or the update after a refusal) runs is then seen by the
         // connection's gate, which checks the leaf again before the first byte goes out.
         let generation = store.listGeneration
-        let first = store.leafDecision(leafCertificate: leaf)
-        guard PinStore.refusalWorthAnUpdate(first.decision, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch) else {
-            return conclude(first, channel: channel, leaf: leaf, generation: generation)
+        let peerAddress = channel.remoteAddress?.ipAddress
+        switch store.leafStep(leaf: leaf, peerAddress: peerAddress, port: channel.remoteAddress?.port,
+                              updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch) {
+        case .decided(let decision):
+            return conclude(decision, channel: channel, leaf: leaf, peerAddress: peerAddress, generation: generation)
+        case .updateFirst(let pending):
+            // The update runs off the event loop; the connection waits, unused, meanwhile.
+            let promise = channel.eventLoop.makePromise(of: PinningDecision.self)
+            promise.completeWithTask { await pending.decideAfterUpdate() }
+            return promise.futureResult.flatMap {
+                self.conclude($0, channel: channel, leaf: leaf, peerAddress: peerAddress, generation: generation)
+            }
         }
-        // The update runs off the event loop; the connection waits, unused, meanwhile.
-        let store = self.store
-        let promise = channel.eventLoop.makePromise(of: (decision: PinningDecision, host: String).self)
-        promise.completeWithTask { await store.leafDecisionAfterUpdate(leafCertificate: leaf) }
-        return promise.futureResult.flatMap { self.conclude($0, channel: channel, leaf: leaf, generation: generation) }
     }
 
     /// ATS's minimums this adapter can see: the negotiated TLS version, and the leaf's key size
@@ -122,27 +135,25 @@ final class PinnedConnections: Sendable {
         return Data(der)
     }
 
-    /// Reports the decision once, then admits or closes the connection (on its event loop).
-    private func conclude(_ result: (decision: PinningDecision, host: String), channel: any Channel, leaf: Data,
+    /// Admits or closes the connection (on its event loop) after its decision, already reported.
+    private func conclude(_ decision: PinningDecision, channel: any Channel, leaf: Data, peerAddress: String?,
                           generation: UInt64) -> EventLoopFuture<Void> {
-        // Only the leaf is known here, verified by AsyncHTTPClient's default verification.
-        store.record(result.decision, host: result.host, port: channel.remoteAddress?.port, servedChain: [leaf], validatedChain: [leaf])
-        if case .deny(let failure) = result.decision {
+        if case .deny(let failure) = decision {
             logger.debug("pinned HTTPClient refused a connection",
-                         metadata: ["pinstore.host": "\(result.host)", "pinstore.reason": "\(failure)"])
+                         metadata: ["pinstore.host": "\(failure.host)", "pinstore.reason": "\(failure)"])
             channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(failure)
         }
         do {
             let tls = try channel.pipeline.syncOperations.handler(type: NIOSSLHandler.self)
-            let gate = ListChangeGate(store: store, leaf: leaf, generation: generation)
+            let gate = ListChangeGate(store: store, leaf: leaf, peerAddress: peerAddress, generation: generation)
             try channel.pipeline.syncOperations.addHandler(gate, position: .after(tls))
         } catch {
             channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(error)
         }
         let id = ObjectIdentifier(channel)
-        admitted.withLock { $0[id] = Admitted(channel: channel, leaf: leaf) }
+        admitted.withLock { $0[id] = Admitted(channel: channel, leaf: leaf, peerAddress: peerAddress) }
         channel.closeFuture.whenComplete { [weak self] _ in
             _ = self?.admitted.withLock { $0.removeValue(forKey: id) }
         }
@@ -157,7 +168,7 @@ final class PinnedConnections: Sendable {
     /// request made after `update()` returned opens a new connection and is decided afresh.
     func listChanged() {
         let connections = admitted.withLock { Array($0.values) }
-        var verdicts: [Data: Bool] = [:]
+        var verdicts: [Admitted.Key: Bool] = [:]
         var closing: [EventLoopFuture<Void>] = []
         defer {
             if MultiThreadedEventLoopGroup.currentEventLoop == nil {
@@ -166,11 +177,11 @@ final class PinnedConnections: Sendable {
         }
         for connection in connections {
             let allowed: Bool
-            if let known = verdicts[connection.leaf] {
+            if let known = verdicts[connection.key] {
                 allowed = known
             } else {
-                allowed = store.leafDecision(leafCertificate: connection.leaf).decision.isAllowed
-                verdicts[connection.leaf] = allowed
+                allowed = store.leafDecision(leaf: connection.leaf, peerAddress: connection.peerAddress).isAllowed
+                verdicts[connection.key] = allowed
             }
             guard !allowed else { continue }
             logger.debug("closing a pinned connection the new list no longer allows")
@@ -195,12 +206,14 @@ final class ListChangeGate: ChannelOutboundHandler, RemovableChannelHandler {
 
     private let store: PinStore
     private let leaf: Data
+    private let peerAddress: String?
     private var generation: UInt64
     private var refusal: PinningFailure?
 
-    init(store: PinStore, leaf: Data, generation: UInt64) {
+    init(store: PinStore, leaf: Data, peerAddress: String?, generation: UInt64) {
         self.store = store
         self.leaf = leaf
+        self.peerAddress = peerAddress
         self.generation = generation
     }
 
@@ -210,7 +223,7 @@ final class ListChangeGate: ChannelOutboundHandler, RemovableChannelHandler {
         if refusal == nil {
             let current = store.listGeneration
             if current != generation {
-                let decision = store.leafDecision(leafCertificate: leaf).decision
+                let decision = store.leafDecision(leaf: leaf, peerAddress: peerAddress)
                 if let failure = decision.failure {
                     refusal = failure
                     context.close(promise: nil)

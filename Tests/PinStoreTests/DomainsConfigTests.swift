@@ -86,16 +86,32 @@ import Testing
             [SignedLists.entry("localhost", name: "other.pinstore.test")], timestamp: Self.timestamp))
         let store = try Self.challengeStore(ScriptedFetcher(ScriptedFetcher.challengeResponder(body, key: try StoreFixtures.signingKey())), directory: directory)
         #expect(await store.update() == .ok)
-        #expect(store.leafDecision(leafCertificate: try StoreFixtures.der("localhost")).decision.isAllowed)
+        #expect(store.leafDecision(leaf: try StoreFixtures.der("localhost"), peerAddress: LeafPeer.notInLeaf).isAllowed)
+    }
+
+    @Test func leafRuleRefusesALeafWhoseAddressNameIsThePeerEvenWhenUnlistedHostsAreExempt() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        // swift-nio-ssl accepts a leaf naming the peer's address for any requested host, a
+        // required one included: the leaf view cannot exempt it.
+        let body = Self.inserting(#"{"sslPinningRequiredForUnlisted": false}"#, into: try FingerprintListSigner.challengeModeBody(
+            [SignedLists.entry("localhost", name: "other.pinstore.test")], timestamp: Self.timestamp))
+        let store = try Self.challengeStore(ScriptedFetcher(ScriptedFetcher.challengeResponder(body, key: try StoreFixtures.signingKey())), directory: directory)
+        #expect(await store.update() == .ok)
+        let decision = store.leafDecision(leaf: try StoreFixtures.der("localhost"), peerAddress: "127.0.0.1")
+        guard case .chainNotTrusted(let error)? = decision.failure?.reason else {
+            Issue.record("expected a refusal of the address name, got \(decision)")
+            return
+        }
+        #expect(error.reason == .hostnameMismatch)
     }
 
     @Test func leafRuleRefusesALeafWhoseNamesIncludeARequiredHost() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
-        let body = Self.inserting(#"{"sslPinningRequiredForUnlisted": false, "domains": [{"name": "127.0.0.1", "sslPinningRequired": true}]}"#,
+        let body = Self.inserting(#"{"sslPinningRequiredForUnlisted": false, "domains": [{"name": "localhost", "sslPinningRequired": true}]}"#,
                                   into: try FingerprintListSigner.challengeModeBody([SignedLists.entry("localhost", name: "other.pinstore.test")], timestamp: Self.timestamp))
         let store = try Self.challengeStore(ScriptedFetcher(ScriptedFetcher.challengeResponder(body, key: try StoreFixtures.signingKey())), directory: directory)
         #expect(await store.update() == .ok)
-        #expect(store.leafDecision(leafCertificate: try StoreFixtures.der("localhost")).decision.failure?.reason == .noPinsForHost(updateResult: nil))
+        #expect(store.leafDecision(leaf: try StoreFixtures.der("localhost"), peerAddress: LeafPeer.notInLeaf).failure?.reason == .noPinsForHost(updateResult: nil))
     }
 
     // MARK: - Ignored where unsigned

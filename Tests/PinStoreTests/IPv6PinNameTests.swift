@@ -34,7 +34,7 @@ import Testing
         let store = try DomainsConfigTests.challengeStore(ScriptedFetcher(ScriptedFetcher.challengeResponder(body, key: try StoreFixtures.signingKey())),
                                                           directory: directory)
         #expect(await store.update() == .ok)
-        let decision = PinningEvaluator.pinDecision(store: store, host: "[::1]", validatedChain: try Self.validatedChain())
+        let decision = store.pinDecision(host: "[::1]", validatedChain: try Self.validatedChain())
         #expect(decision.failure?.reason == .pinMismatch)
     }
 
@@ -46,7 +46,7 @@ import Testing
         let store = try DomainsConfigTests.challengeStore(ScriptedFetcher(ScriptedFetcher.challengeResponder(body, key: try StoreFixtures.signingKey())),
                                                           directory: directory)
         #expect(await store.update() == .ok)
-        let decision = PinningEvaluator.pinDecision(store: store, host: "[::1]", validatedChain: try Self.validatedChain())
+        let decision = store.pinDecision(host: "[::1]", validatedChain: try Self.validatedChain())
         #expect(decision.failure?.reason == .noPinsForHost(updateResult: nil))
     }
 }

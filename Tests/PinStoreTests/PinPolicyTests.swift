@@ -238,7 +238,7 @@ import Testing
     // MARK: - The leaf-only rule (AsyncHTTPClient)
 
     static func leafDecision(_ store: PinStore, _ certificate: String) throws -> PinningDecision {
-        store.leafDecision(leafCertificate: try StoreFixtures.der(certificate)).decision
+        store.leafDecision(leaf: try StoreFixtures.der(certificate), peerAddress: LeafPeer.notInLeaf)
     }
 
     @Test func theLeafRuleHonoursALeafKeyPolicy() throws {

@@ -39,8 +39,10 @@ import Testing
         let store = try StoreFixtures.store(fetcher, directory: directory.url)
         // The first decision (no pins) was made before this download ended.
         #expect(await store.update() == .ok)
-        let decision = await PinningEvaluator.pinDecisionAfterUpdate(store: store, host: "localhost",
-                                                                      validatedChain: try TestResources.chainDER("pki/localhost-chain.pem"))
+        let chain = try TestResources.chainDER("pki/localhost-chain.pem")
+        let pending = PendingPinningDecision(store: store, decide: { store.pinDecision(host: "localhost", validatedChain: chain) },
+                                             report: { _ in })
+        let decision = await pending.decideAfterUpdate()
         #expect(decision.isAllowed)
         #expect(fetcher.requestCount == 1)
     }

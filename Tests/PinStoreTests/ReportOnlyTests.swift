@@ -196,23 +196,23 @@ import Testing
 
     @Test func leafRuleLetsAnUnpinnedLeafThroughInReportOnlyMode() throws {
         let store = try Self.store(enforcement: .reportOnly, fallback: Self.pinsLocalhost())
-        let decision = store.leafDecision(leafCertificate: try StoreFixtures.der("attacker")).decision
+        let decision = store.leafDecision(leaf: try StoreFixtures.der("attacker"), peerAddress: LeafPeer.notInLeaf)
         #expect(decision.reportedFailure?.reason == .pinMismatch)
     }
 
     @Test func leafRuleStillRefusesAnUnpinnedLeafWhenEnforced() throws {
         let store = try Self.store(enforcement: .enforced, fallback: Self.pinsLocalhost())
-        #expect(store.leafDecision(leafCertificate: try StoreFixtures.der("attacker")).decision.failure?.reason == .pinMismatch)
+        #expect(store.leafDecision(leaf: try StoreFixtures.der("attacker"), peerAddress: LeafPeer.notInLeaf).failure?.reason == .pinMismatch)
     }
 
     @Test func leafRuleStillRefusesWhenDenyPinsAreConfigured() throws {
         let store = try Self.store(enforcement: .reportOnly, denied: [try PinPolicyTests.spki("rogue-leaf")], fallback: Self.pinsLocalhost())
-        #expect(!store.leafDecision(leafCertificate: try StoreFixtures.der("attacker")).decision.isAllowed)
+        #expect(!store.leafDecision(leaf: try StoreFixtures.der("attacker"), peerAddress: LeafPeer.notInLeaf).isAllowed)
     }
 
     @Test func leafRuleEnforcesAnEnforcingPolicyUnderAReportOnlyList() throws {
         let store = try Self.store(enforcement: .listReportOnly, policies: [Self.policy("localhost", reportOnly: false)],
                                    fallback: Self.pinsLocalhost())
-        #expect(store.leafDecision(leafCertificate: try StoreFixtures.der("attacker")).decision.failure?.reason == .pinMismatch)
+        #expect(store.leafDecision(leaf: try StoreFixtures.der("attacker"), peerAddress: LeafPeer.notInLeaf).failure?.reason == .pinMismatch)
     }
 }

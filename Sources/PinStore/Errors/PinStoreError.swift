@@ -48,6 +48,9 @@ public struct PinStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         // MARK: Configuration
         /// The ``PinStore/Configuration`` cannot work (bad URL, key, fallback list, identifier).
         public static let invalidConfiguration = Code("invalidConfiguration")
+        /// A name is not a host name (``HostName``): empty, an empty label, a space or a
+        /// control character, or Unicode without an IDNA form.
+        public static let invalidHostName = Code("invalidHostName")
 
         // MARK: Updates (each maps to an ``PinStore/UpdateResult``)
         /// The list could not be downloaded: transport failure, timeout, HTTP error status,

@@ -1,10 +1,8 @@
 import Foundation
 import Logging
 
-// Report-only (audit) mode and the server's per-domain switch: the two ways a pin failure can
-// end other than in a refusal. Both are applied here only, by `PinningEvaluator.pinDecision`
-// (chain-aware adapters and the Apple glue) and the leaf rule (`PinStore+LeafPins.swift`,
-// AsyncHTTPClient), after the steps whose order is the security argument.
+// Report-only (audit) mode. It is applied by ``ReportOnlyRelaxation`` only, after the rules whose
+// order is the security argument (``PinningRules``), for every adapter.
 //
 // What report-only relaxes, and what it never does:
 // - a pin mismatch (`pinMismatch`), a host without pins (`noPinsForHost`), and an issuer pin the
@@ -57,45 +55,6 @@ extension PinPolicy {
 }
 
 extension PinStore {
-    /// Whether the list's pins, and hosts without any pin, are enforced.
-    var listPinsEnforced: Bool {
-        configuration.enforcement == .enforced
-    }
-
-    /// The final form of a pin failure over a chain the normal evaluation validated: a refusal,
-    /// or (report-only) a connection that goes on with the failure reported.
-    ///
-    /// - Parameter enforcing: Whether any pin source that applied to the host enforces (the
-    ///   list: ``listPinsEnforced``; a policy: not ``PinPolicy/reportOnly``). For a host without
-    ///   pins, ``listPinsEnforced``.
-    func pinFailureDecision(_ failure: PinningFailure, enforcing: Bool, validatedChain: [Data]) -> PinningDecision {
-        guard Self.reportOnlyMayRelax(failure.reason),
-              configuration.enforcement == .reportOnly || !enforcing else { return .deny(failure) }
-        return .reportOnly(failure, validatedChain: validatedChain)
-    }
-
-    /// The failures report-only mode may let through (see the top of this file for why).
-    static func reportOnlyMayRelax(_ reason: PinningFailure.Reason) -> Bool {
-        switch reason {
-        case .pinMismatch, .noPinsForHost, .issuerPinsNeedChain: true
-        case .chainNotTrusted, .hostNotExpected, .deniedKey, .transportSecurityNotMet: false
-        }
-    }
-
-    /// Whether the signed challenge-mode list in force says `host` (a lookup key) needs no pins
-    /// (``DomainsConfig``). Only asked for a host the store holds no pin for.
-    func serverRequiresNoPins(for host: String) -> Bool {
-        guard let config = state.withLock({ $0.stored?.domainsConfig }) else { return false }
-        return !config.pinningRequired(for: host)
-    }
-
-    /// ``serverRequiresNoPins(for:)`` for the leaf-only adapter, which does not know the
-    /// requested host: true only when no host any of the leaf's names can serve needs pins.
-    func serverRequiresNoPins(forLeafNames names: [String]) -> Bool {
-        guard let config = state.withLock({ $0.stored?.domainsConfig }), !names.isEmpty else { return false }
-        return names.allSatisfy { !config.pinningRequired(forCertificateName: $0) }
-    }
-
     /// The debug line of a report-only failure (refusals and report-only failures alike go to the
     /// metrics and the decision stream; a log line above debug would let one host flood the logs).
     func logReportOnly(_ decision: PinningDecision, host: String) {
@@ -112,15 +71,5 @@ extension PinningFailure.Reason {
     var isNoPinsForHost: Bool {
         if case .noPinsForHost = self { return true }
         return false
-    }
-}
-
-extension PinStore {
-    /// Whether a pooled connection admitted with `validatedChain` for `host` may still carry
-    /// requests under the list in force: the pin decision again (not reported), so a connection
-    /// admitted in report-only mode or by ``DomainsConfig`` is kept exactly as long as a new
-    /// connection would be admitted.
-    package func stillAdmits(host: String, validatedChain: [Data]) -> Bool {
-        PinningEvaluator.pinDecision(store: self, host: host, validatedChain: validatedChain).isAllowed
     }
 }

@@ -5,7 +5,7 @@ import Security
 // Apple platforms only: URLSession there hands server-trust challenges to its delegate, so
 // pinning is a challenge handler. (On Linux it never does: use PinStoreNIO's
 // `URLSessionConfiguration.pinned(by:)` instead.) Kept thin on purpose: the decision itself is
-// PinningEvaluator's, tested on Linux.
+// PinningEvaluator's one step (PinningRules), tested on Linux.
 
 extension PinStore {
     /// Answers a URLSession authentication challenge: server-trust challenges go through the
@@ -39,38 +39,44 @@ extension PinStore {
             return
         }
         let host = challenge.protectionSpace.host
-        let validated: [Data]
-        switch Self.platformValidatedChain(trust) {
-        case .success(let chain):
-            validated = chain
-        case .failure(let error):
-            complete(.deny(PinningFailure(host: host, reason: .chainNotTrusted(error))), host: host, completionHandler)
-            return
-        }
         let port = challenge.protectionSpace.port
-        let decision = PinningEvaluator.pinDecision(store: self, host: host, validatedChain: validated)
-        if PinningEvaluator.wantsUpdate(after: decision, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch) {
-            Task {
-                let second = await PinningEvaluator.pinDecisionAfterUpdate(store: self, host: host, validatedChain: validated)
-                self.complete(second, host: host, port: port, validatedChain: validated, completionHandler)
+        let step: PinningStep
+        switch Self.platformValidatedChain(trust) {
+        case .success(let der):
+            guard let name = try? HostName(host), let chain = ValidatedChain(validated: der) else {
+                let failure = PinningFailure(host: host, reason: .chainNotTrusted(ChainValidationError(
+                    .malformedCertificate, depth: 0, detail: "The host name or the evaluated chain could not be read.")))
+                record(.deny(failure), host: host, port: port)
+                step = .decided(.deny(failure))
+                break
             }
-            return
+            // SecTrust gives the evaluated chain only: it stands for the served one in reports.
+            step = PinningEvaluator.step(store: self, host: name, requestedName: host, port: port, servedChain: der,
+                                         validatedChain: chain, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch)
+        case .failure(let error):
+            let decision = PinningDecision.deny(PinningFailure(host: host, reason: .chainNotTrusted(error)))
+            record(decision, host: host, port: port)
+            step = .decided(decision)
         }
-        complete(decision, host: host, port: port, validatedChain: validated, completionHandler)
+        switch step {
+        case .decided(let decision):
+            complete(decision, completionHandler)
+        case .updateFirst(let pending):
+            Task { self.complete(await pending.decideAfterUpdate(), completionHandler) }
+        }
     }
 
-    private func complete(_ decision: PinningDecision, host: String, port: Int? = nil, validatedChain: [Data]? = nil,
+    /// Hands an already reported decision to URLSession.
+    private func complete(_ decision: PinningDecision,
                           _ completionHandler: @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
-        // SecTrust gives the evaluated chain only: it stands for the served one in reports.
-        record(decision, host: host, port: port, servedChain: validatedChain ?? [], validatedChain: validatedChain)
         switch decision {
         case .allow, .reportOnly:
-            // Report-only: the pin failure is recorded above; the connection goes on.
+            // Report-only: the pin failure is recorded; the connection goes on.
             completionHandler(.performDefaultHandling, nil)
         case .deny(let failure):
             // Refusals go to the metrics and the decision stream; debug only, so a hostile
             // host cannot flood the app's logs.
-            logger.debug("connection refused", metadata: ["pinning.reason": "\(failure)"])
+            logger.debug("connection refused", metadata: ["pinstore.reason": "\(failure)"])
             completionHandler(.cancelAuthenticationChallenge, nil)
         }
     }

@@ -96,47 +96,11 @@ struct CompiledIdentity: Sendable {
         self.digest = digest
     }
 
-    /// Whether this pin matches the validated chain: the one "meets" of the identity rules.
-    func matches(_ chain: ValidatedChain) -> Bool {
-        switch identity.kind {
-        case .certificate(let depth?): return depth < chain.count && chain.fingerprints[depth].constantTimeEquals(digest)
-        case .certificate(nil): return chain.fingerprints.contains { $0.constantTimeEquals(digest) }
-        case .leafKey: return chain.keys[0].constantTimeEquals(digest)
-        case .caKey: return chain.keys.dropFirst().contains { $0.constantTimeEquals(digest) }
-        case .anyKey: return chain.keys.contains { $0.constantTimeEquals(digest) }
-        case .key(let depth): return depth < chain.count && chain.keys[depth].constantTimeEquals(digest)
-        }
-    }
-
-    /// Whether the pin matches a certificate above the leaf (Apple's CA category): a pin that
-    /// could match any position (`anyKey`, a certificate at any depth) counts only there.
-    func matchesAboveLeaf(_ chain: ValidatedChain) -> Bool {
-        switch identity.kind {
-        case .certificate(.some(0)), .key(0), .leafKey: return false
-        case .certificate(nil): return chain.fingerprints.dropFirst().contains { $0.constantTimeEquals(digest) }
-        case .caKey, .anyKey: return chain.keys.dropFirst().contains { $0.constantTimeEquals(digest) }
-        case .certificate, .key: return matches(chain)
-        }
-    }
-
     /// Whether the pin is about the leaf only (Apple's leaf category).
     var isLeafPin: Bool {
         switch identity.kind {
         case .certificate(.some(0)), .leafKey, .key(0): true
         default: false
-        }
-    }
-
-    /// Whether the leaf alone can prove a match (for adapters that see only the leaf): nil when
-    /// the pin is about a certificate above the leaf, or may be (then it needs the chain).
-    func matchesLeaf(fingerprint: Digest32, key: Digest32) -> Bool? {
-        switch identity.kind {
-        case .certificate(.some(0)): return fingerprint.constantTimeEquals(digest)
-        case .leafKey, .key(0): return key.constantTimeEquals(digest)
-        // A match on the leaf proves the pin; no match means it may pin an issuer.
-        case .certificate(nil): return fingerprint.constantTimeEquals(digest) ? true : nil
-        case .anyKey: return key.constantTimeEquals(digest) ? true : nil
-        case .certificate, .caKey, .key: return nil
         }
     }
 }

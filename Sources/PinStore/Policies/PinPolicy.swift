@@ -94,17 +94,22 @@ struct CompiledPolicy: Sendable {
 
     /// Whether the policy admits the chain: one matching pin, or with
     /// ``PinPolicy/requiresMatchInEachCategory`` one per category (leaf pins, pins above the leaf).
-    func admits(_ chain: ValidatedChain) -> Bool {
-        guard policy.requiresMatchInEachCategory else { return identities.contains { $0.matches(chain) } }
+    /// Whether the policy's pins admit the chain (nil: the evidence cannot tell, a leaf alone
+    /// against a pin above it). With ``PinPolicy/requiresMatchInEachCategory``, a leaf pin and a
+    /// pin above the leaf must both match; a pin that could match anywhere counts above the
+    /// leaf only there, so the leaf cannot satisfy both categories alone.
+    func admits(_ evidence: ChainEvidence) -> Bool? {
+        guard policy.requiresMatchInEachCategory else {
+            return anyProved(identities.lazy.map { evidence.matches($0.identity.kind, digest: $0.digest) })
+        }
         let leaf = identities.filter(\.isLeafPin)
         let above = identities.filter { !$0.isLeafPin }
-        // The CA category must be met above the leaf: a pin that could match anywhere must not
-        // let the leaf satisfy both categories alone.
-        return (leaf.isEmpty || leaf.contains { $0.matches(chain) }) && (above.isEmpty || above.contains { $0.matchesAboveLeaf(chain) })
+        let leafMet = leaf.isEmpty ? true : anyProved(leaf.lazy.map { evidence.matches($0.identity.kind, digest: $0.digest) })
+        let aboveMet = above.isEmpty ? true : anyProved(above.lazy.map { evidence.matchesAboveLeaf($0.identity.kind, digest: $0.digest) })
+        if leafMet == false || aboveMet == false { return false }
+        return leafMet == true && aboveMet == true ? true : nil
     }
 
-    /// Whether only the chain (not the leaf alone) can prove this policy: a match in the CA
-    /// category is required.
     var needsChainForEveryMatch: Bool {
         policy.requiresMatchInEachCategory && identities.contains { !$0.isLeafPin }
     }

@@ -1,46 +1,14 @@
 import Foundation
 
 extension PinStore {
-    /// What the rules after trust and expected hosts say about a validated chain.
-    enum RuleOutcome: Sendable, Equatable {
-        /// A pin that applies to the host matches.
-        case trusted
-        /// Pins apply to the host, none matches. `enforcing`: whether any source that applied
-        /// enforces (the list unless it runs report-only; a policy unless ``PinPolicy/reportOnly``).
-        case mismatch(enforcing: Bool)
-        /// Nothing pins the host.
-        case noPins
-        /// The key at `depth` is denied.
-        case denied(depth: Int)
-        /// Only expired static policies cover the host: they no longer apply, and the host is
-        /// refused as unpinned.
-        case expiredPoliciesOnly
-    }
-
-    /// Deny pins, then the pin rules (steps 3 and 4 of ``PinningEvaluator``'s order) for
-    /// `host` (a lookup key). The one rule: a chain is allowed when at least one pin that
-    /// applies to the host matches it, list entries and static policies together.
-    func checkRules(host: String, chain: ValidatedChain) -> RuleOutcome {
-        if let depth = staticPins.deniedDepth(in: chain) { return .denied(depth: depth) }
-        let list = validateAgainstList(commonName: host, certificateChain: chain.certificates)
-        if list == .trusted { return .trusted }
-        let now = Int64(clock.now().timeIntervalSince1970.rounded(.down))
-        let (applying, expired) = staticPins.policies(for: host, now: now)
-        for policy in applying where policy.admits(chain) { return .trusted }
-        if list == .untrusted || !applying.isEmpty {
-            return .mismatch(enforcing: (list == .untrusted && listPinsEnforced) || applying.contains { !$0.policy.reportOnly })
-        }
-        return expired.isEmpty ? .noPins : .expiredPoliciesOnly
-    }
-
-    /// ``validate(commonName:certificateChain:)`` when static policies or deny pins exist.
+    /// ``validate(commonName:certificateChain:)`` when static policies or deny pins exist: the
+    /// rules of ``PinningRules`` without their relaxations (is the chain pinned?).
     func validateWithPolicies(commonName: String, certificateChain: [Data]) -> ValidationResult {
-        guard let host = HostName.lookupKey(commonName), let chain = ValidatedChain(validated: certificateChain) else { return .untrusted }
-        if let expectedNames, !expectedNames.contains(host) { return .untrusted }
-        switch checkRules(host: host, chain: chain) {
-        case .trusted: return .trusted
-        case .mismatch, .denied: return .untrusted
-        case .noPins, .expiredPoliciesOnly: return .empty
+        guard let host = try? HostName(commonName), let chain = ValidatedChain(validated: certificateChain) else { return .untrusted }
+        switch pinDecision(host: host, requestedName: commonName, evidence: .validated(chain), relaxing: false) {
+        case .allow: return .trusted
+        case .deny(let failure) where failure.reason.isNoPinsForHost: return .empty
+        case .deny, .reportOnly: return .untrusted
         }
     }
 

@@ -17,6 +17,13 @@ final class PinIndex: Sendable {
 
         /// Whether the pin is a key pin (SPKI SHA-256).
         var isKeyPin: Bool { depth >= PinIndex.keyDepthBase }
+
+        /// The pin in the one pin model that static policies use too (the storage stays 48 bytes).
+        var kind: PinIdentity.Kind {
+            if depth == PinIndex.caKeyDepth { return .caKey }
+            if depth >= PinIndex.keyDepthBase { return .key(depth: depth - PinIndex.keyDepthBase) }
+            return .certificate(depth: depth)
+        }
     }
 
     /// ``Pin/depth`` of a key pin at depth d is `keyDepthBase + d`.

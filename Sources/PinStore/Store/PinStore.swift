@@ -87,7 +87,10 @@ public final class PinStore: Sendable {
     let fallbackIndex: PinIndex
     /// The configuration's static policies and deny pins (Policies/).
     let staticPins: StaticPins
+    /// ``Configuration/expectedCommonNames`` as ``HostName`` texts.
     let expectedNames: Set<String>?
+    /// The pin check's rules, in their order (``PinningRules``).
+    let rules: PinningRules
     /// The ATS transport minimums per host (``Configuration/transportSecurityExceptions``).
     package let transportSecurity: TransportSecurityExceptionTable
     let state: Locked<State>
@@ -171,7 +174,9 @@ public final class PinStore: Sendable {
                                identifier: configuration.identifier, metricsFactory: metricsFactory ?? MetricsSystem.factory,
                                logger: logger ?? Logger(label: "PinStore", factory: { _ in SwiftLogNoOpLogHandler() }))
         }
-        self.expectedNames = configuration.expectedCommonNames.map { Set($0.map(HostName.normalized)) }
+        let expectedNames = configuration.expectedCommonNames.map { Set($0.compactMap(HostName.lookupKey)) }
+        self.expectedNames = expectedNames
+        self.rules = PinningRules(enforcement: configuration.enforcement, expectedNames: expectedNames, staticPins: staticPins)
         // A store file is at most a list body in Base64 plus a little (saturating: `.max` means
         // "no limit" to a caller and must not trap).
         let fileLimit = configuration.maximumListSize > (Int.max - 64 * 1024) / 2 ? Int.max : configuration.maximumListSize * 2 + 64 * 1024

@@ -85,18 +85,12 @@ public struct PinningTLSVerifier: Sendable {
             }
             // Chain validation and pin lookup are a few signature checks and hashes: cheap enough
             // for the event loop. Only the optional update has to leave it.
-            let first = evaluator.firstDecision(host: serverHostname, presentedChain: presented, at: Date())
-            if evaluator.wantsUpdate(after: first.decision), let validated = first.validatedChain {
-                Task {
-                    let second = await evaluator.decideAfterUpdate(host: serverHostname, validatedChain: validated,
-                                                                   port: port, presentedChain: presented)
-                    Self.complete(promise, with: second, onDecision: onDecision, logger: logger)
-                }
-                return
+            switch evaluator.begin(host: serverHostname, port: port, presentedChain: presented, at: Date()) {
+            case .decided(let decision):
+                Self.complete(promise, with: decision, onDecision: onDecision, logger: logger)
+            case .updateFirst(let pending):
+                Task { Self.complete(promise, with: await pending.decideAfterUpdate(), onDecision: onDecision, logger: logger) }
             }
-            let decision = evaluator.report(first.decision, host: serverHostname, port: port,
-                                            presentedChain: presented, validatedChain: first.validatedChain)
-            Self.complete(promise, with: decision, onDecision: onDecision, logger: logger)
         }
     }
 

@@ -138,3 +138,10 @@ enum StoreFixtures {
                      fetcher: fetcher, clock: clock)
     }
 }
+
+/// Peer addresses for the leaf view (``PinStore/leafDecision(leaf:peerAddress:)``).
+enum LeafPeer {
+    /// An address none of the fixture leaves names (they name 127.0.0.1): their IP-address
+    /// name then cannot stand for the requested host, and their DNS names decide.
+    static let notInLeaf = "::1"
+}

@@ -145,7 +145,7 @@ final class PinnedConnection: Sendable {
             // A handshake the TLS stack refused before any certificate was seen (no TLS version
             // or suite in common under the host's ATS minimums): name the requirement.
             if made == nil, let failure = verifier.transportSecurityFailure(for: error, serverHostname: key.host) {
-                verifier.evaluator.report(.deny(failure), host: key.host)
+                verifier.evaluator.store.record(.deny(failure), host: key.host)
                 throw PinnedHTTPFailure.pinning(failure)
             }
             throw PinnedHTTPFailure.classify(error, decision: made)

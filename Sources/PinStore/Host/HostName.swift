@@ -1,16 +1,59 @@
 import Foundation
 
-/// Host names as PinStore compares them: ASCII-lowercased, without a trailing dot, and only
-/// when they are names at all.
+/// A host name as PinStore compares it, made once where a name enters the library (a URL's
+/// host, the name a TLS connection was opened for, a certificate name, a list entry, a policy
+/// domain, an expected name).
 ///
-/// Every entry point goes through here: ``PinStore/validate(commonName:fingerprint:)`` and its
-/// siblings (via ``lookupKey(_:)``), list entries and fallback data (via
-/// ``listEntryProblem(_:)``), ``PinStore/Configuration/expectedCommonNames`` and the host name
-/// the normal trust evaluation checks the certificate against (``ChainValidator``). A name
-/// with a NUL or another control character, a space, or an empty label (`.api.example.com`,
-/// `api..example.com`, `""`) is refused everywhere: OpenSSL reads a leading dot as "any
-/// subdomain of", and a NUL can make two layers see two different names.
-package enum HostName {
+/// ```swift
+/// let host = try HostName("API.Example.com.")   // "api.example.com"
+/// let idn = try HostName("bücher.example")      // "xn--bcher-kva.example", as URL and the transports write it
+/// let v6 = try HostName("[0:0::1]")             // "::1"
+/// ```
+///
+/// The form is ASCII-lowercased, without a trailing dot, an IPv6 address in its canonical
+/// text form without brackets, and an internationalized name in its `xn--` (IDNA) form,
+/// converted by Foundation's `URL`, the routine the transports use to put the name on the
+/// wire: a name written in Unicode therefore matches the connections made to it. A name that
+/// can never be a host is unrepresentable: empty, an empty label (`.api.example.com`,
+/// `api..example.com`), a space, a NUL or another control character, or Unicode that has no
+/// IDNA form. OpenSSL reads a leading dot as "any subdomain of", and a NUL can make two layers
+/// see two different names: both are refused everywhere.
+public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The normalized name: what pins, policies and the expected hosts are compared against.
+    public let text: String
+
+    /// Normalizes `name`.
+    ///
+    /// - Throws: ``PinStoreError/Code/invalidHostName`` when `name` can never be a host name
+    ///   (see the type's documentation).
+    public init(_ name: String) throws(PinStoreError) {
+        guard let key = Self.lookupKey(name) else {
+            throw PinStoreError(.invalidHostName, Self.problem(name))
+        }
+        self.text = key
+    }
+
+    /// A name already normalized by ``lookupKey(_:)``.
+    package init(normalized text: String) {
+        self.text = text
+    }
+
+    /// Whether the name is an IPv4 or IPv6 address.
+    public var isIPAddress: Bool { IPAddressText.isAddress(text) }
+
+    public var description: String { text }
+
+    public static func < (lhs: HostName, rhs: HostName) -> Bool { lhs.text < rhs.text }
+
+    /// Why `name` is not a host name, for errors.
+    static func problem(_ name: String) -> String {
+        if name.utf8.contains(where: { $0 >= 0x80 }), idnaASCII(name) == nil {
+            return "\(String(reflecting: name)) is not a host name: its Unicode has no IDNA (xn--) form."
+        }
+        return "\(String(reflecting: name)) is not a host name: it is empty, has an empty label (a leading dot or \"..\"), "
+            + "or contains a space or a control character."
+    }
+
     /// The name used to look pins up, or nil when `name` is not a usable host name (see the type's
     /// documentation). Lowercases ASCII and drops one trailing dot. One pass over the bytes; the
     /// common case (already lowercase, no trailing dot) returns `name` itself without copying.
@@ -22,8 +65,28 @@ package enum HostName {
         switch scan {
         case .invalid: return nil
         case .clean: return name
-        case .needsNormalizing: return normalized(name)
+        case .needsNormalizing:
+            guard name.utf8.contains(where: { $0 >= 0x80 }) else { return normalized(name) }
+            // An internationalized name: its IDNA form, judged again (it must be a clean name).
+            guard let ascii = idnaASCII(name), !ascii.utf8.contains(where: { $0 >= 0x80 }) else { return nil }
+            switch ascii.utf8.withContiguousStorageIfAvailable(scanBytes) ?? scanBytes(Array(ascii.utf8)) {
+            case .invalid: return nil
+            case .clean: return ascii
+            case .needsNormalizing: return normalized(ascii)
+            }
         }
+    }
+
+    /// The `xn--` form of an internationalized name, as Foundation's `URL` writes the host of
+    /// `https://<name>/` (the transports send that form: URLSession and AsyncHTTPClient both
+    /// take the host from a `URL`). nil when the name cannot be a URL host. Written with URL
+    /// rather than a Punycode routine of our own so that a name is converted exactly as the
+    /// connection to it will be.
+    static func idnaASCII(_ name: String) -> String? {
+        // Characters that would make `name` more than a host inside the URL.
+        guard !name.contains(where: { "/?#@:[]%\\ ".contains($0) }), !name.isEmpty,
+              let host = URL(string: "https://" + name + "/")?.host, !host.isEmpty else { return nil }
+        return host.lowercased()
     }
 
     enum Scan { case invalid, clean, needsNormalizing }
@@ -42,7 +105,8 @@ package enum HostName {
         for byte in bytes {
             let isDot: UInt8 = byte == dot ? 1 : 0
             let control: UInt8 = byte <= 0x20 || byte == 0x7f ? 1 : 0
-            let upperOrColon: UInt8 = byte &- UInt8(ascii: "A") < 26 || byte == UInt8(ascii: ":") ? 2 : 0
+            // An uppercase letter, a colon, or a non-ASCII byte (an IDN, converted to `xn--`).
+            let upperOrColon: UInt8 = byte &- UInt8(ascii: "A") < 26 || byte == UInt8(ascii: ":") || byte >= 0x80 ? 2 : 0
             flags |= (isDot & previousWasDot) | control | upperOrColon
             previousWasDot = isDot
         }
@@ -57,6 +121,8 @@ package enum HostName {
     /// where a malformed name must be refused.
     @inline(__always)
     package static func normalized(_ name: String) -> String {
+        // An internationalized name in its `xn--` form (lookupKey converts it without coming back here).
+        if name.utf8.contains(where: { $0 >= 0x80 }) { return lookupKey(name) ?? name }
         var needsWork = false
         var colon = false
         for byte in name.utf8 {

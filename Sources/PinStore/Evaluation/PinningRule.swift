@@ -1,0 +1,53 @@
+import Foundation
+
+/// One step of the pin check after the normal trust evaluation: a small value answering
+/// whether a connection meets it (in the shape of swift-certificates' `VerifierPolicy`).
+/// Their order is written once, in ``PinningRules``.
+protocol PinningRule: Sendable {
+    func check(_ connection: PinningContext) -> PinningRuleResult
+}
+
+/// What a ``PinningRule`` says about a connection.
+enum PinningRuleResult: Sendable, Equatable {
+    /// The rule has nothing against the connection: the next rule decides.
+    case meetsRule
+    /// A pin that applies to the host matches: the connection is allowed, no later rule runs.
+    case pinned
+    /// The connection fails the rule.
+    ///
+    /// - Parameters:
+    ///   - enforcing: Whether a source behind the failure enforces; a relaxation
+    ///     (``PinFailureRelaxation``) may turn a failure nobody enforces into a report.
+    ///   - relaxable: False for the failures nothing may relax (expected hosts, deny pins).
+    case failsRule(PinningFailure.Reason, enforcing: Bool, relaxable: Bool)
+}
+
+/// A way a pin failure can end other than in a refusal (``DomainsConfig``, report-only).
+protocol PinFailureRelaxation: Sendable {
+    /// The decision instead of a refusal, or nil to leave the failure alone.
+    func relax(_ failure: PinningFailure, enforcing: Bool, _ connection: PinningContext) -> PinningDecision?
+}
+
+/// Everything a rule may look at for one decision: the host, what is known of the chain, and
+/// the pins in force when the decision started (one snapshot, so an update that lands in the
+/// middle cannot mix two lists).
+struct PinningContext: Sendable {
+    /// The host the connection was made for.
+    let host: HostName
+    /// The name as the caller wrote it, for failures and reports.
+    let requestedName: String
+    let evidence: ChainEvidence
+    /// The signed list in force, if any.
+    let list: PinIndex?
+    /// The configuration's fallback pins.
+    let fallback: PinIndex
+    /// The signed challenge-mode list's per-domain switch, if any.
+    let domainsConfig: DomainsConfig?
+    /// Unix seconds: pins and policies expire against it.
+    let now: Int64
+
+    /// A failure of this connection.
+    func failure(_ reason: PinningFailure.Reason, details: String? = nil) -> PinningFailure {
+        PinningFailure(host: requestedName, reason: reason, details: details)
+    }
+}

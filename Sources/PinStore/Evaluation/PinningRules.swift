@@ -1,0 +1,56 @@
+import Foundation
+
+/// The pin check, in its order. The order is the security argument, and it is written here
+/// only; every adapter reaches it through ``PinningEvaluator`` or the leaf view
+/// (``PinStore/leafDecision(leaf:peerAddress:)``):
+///
+/// 0. trust, before any rule: the chain exists only once the normal trust evaluation (a chain
+///    to the anchors, validity dates, the host name) accepted it and it met ATS's certificate
+///    minimums (``ChainValidator`` and ``CertificateStrengthPolicy`` in ``PinningEvaluator``,
+///    `SecTrust` on Apple platforms, swift-nio-ssl's default verification for AsyncHTTPClient);
+/// 1. ``ExpectedHostRule``: a host outside `expectedCommonNames` is refused;
+/// 2. ``DeniedKeyRule``: a denied key anywhere in the chain refuses;
+/// 3. ``PinSetRule``: allowed when a pin that applies to the host matches;
+///
+/// then the relaxations of a failure of step 3, in order: ``DomainsConfigRelaxation`` (a host
+/// without pins the signed list exempts is allowed) and ``ReportOnlyRelaxation`` (a failure
+/// nobody enforces is reported, not refused). Steps 0 to 2 are never relaxed.
+struct PinningRules: Sendable {
+    let rules: [any PinningRule]
+    let relaxations: [any PinFailureRelaxation]
+
+    init(enforcement: PinStore.Configuration.Enforcement, expectedNames: Set<String>?, staticPins: StaticPins) {
+        rules = [
+            ExpectedHostRule(expected: expectedNames),
+            DeniedKeyRule(denied: staticPins.denied),
+            PinSetRule(policies: staticPins.policies, listEnforced: enforcement == .enforced),
+        ]
+        relaxations = [
+            DomainsConfigRelaxation(),
+            ReportOnlyRelaxation(storeWide: enforcement == .reportOnly),
+        ]
+    }
+
+    /// The decision for one connection (not reported). `relaxing` false answers the rules alone
+    /// (``PinStore/validate(commonName:certificateChain:)`` asks whether a chain is pinned).
+    func decide(_ connection: PinningContext, relaxing: Bool = true) -> PinningDecision {
+        for rule in rules {
+            switch rule.check(connection) {
+            case .meetsRule:
+                continue
+            case .pinned:
+                return .allow(validatedChain: connection.evidence.certificates)
+            case .failsRule(let reason, let enforcing, let relaxable):
+                let failure = connection.failure(reason)
+                if relaxable, relaxing {
+                    for relaxation in relaxations {
+                        if let relaxed = relaxation.relax(failure, enforcing: enforcing, connection) { return relaxed }
+                    }
+                }
+                return .deny(failure)
+            }
+        }
+        // The pin set always answers; a rule list without it must not allow by default.
+        return .deny(connection.failure(.noPinsForHost(updateResult: nil)))
+    }
+}

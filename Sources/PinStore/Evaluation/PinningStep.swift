@@ -1,0 +1,138 @@
+import Foundation
+
+/// What an adapter does next with a connection. The one "decide, maybe update, decide again,
+/// report" of every adapter (the NIO callback, the pooled URLSession, AsyncHTTPClient, the
+/// Apple delegate and ``PinningEvaluator``), written once.
+package enum PinningStep: Sendable {
+    /// The final decision, already reported.
+    case decided(PinningDecision)
+    /// The first decision was a refusal that a newer list could turn around: the adapter runs
+    /// ``PendingPinningDecision/decideAfterUpdate()`` (off its event loop) for the final one.
+    case updateFirst(PendingPinningDecision)
+
+    /// The final decision, updating first when needed.
+    package func decision() async -> PinningDecision {
+        switch self {
+        case .decided(let decision): decision
+        case .updateFirst(let pending): await pending.decideAfterUpdate()
+        }
+    }
+}
+
+/// A decision waiting for one rate-limited list update.
+package struct PendingPinningDecision: Sendable {
+    let store: PinStore
+    let decide: @Sendable () -> PinningDecision
+    let report: @Sendable (PinningDecision) -> Void
+
+    /// ``PinStore/updateAfterRefusal(decidedUnder:)`` (at most one download a minute on behalf
+    /// of refusals; one under way is shared), then the decision again; reported.
+    package func decideAfterUpdate() async -> PinningDecision {
+        // A download that ended since the first decision (the scheduled one a request started,
+        // say) may have brought the pins already: look again first, and download only if the
+        // list is still the one this look saw.
+        let generation = store.listGeneration
+        let recheck = decide()
+        if case .allow = recheck {
+            report(recheck)
+            return recheck
+        }
+        let updateResult = await store.updateAfterRefusal(decidedUnder: generation)
+        let final = Self.naming(updateResult, in: decide())
+        report(final)
+        return final
+    }
+
+    /// A host still without pins says which update was tried.
+    private static func naming(_ updateResult: PinStore.UpdateResult?, in decision: PinningDecision) -> PinningDecision {
+        switch decision {
+        case .deny(let failure) where failure.reason.isNoPinsForHost:
+            .deny(PinningFailure(host: failure.host, reason: .noPinsForHost(updateResult: updateResult), details: failure.details))
+        case .reportOnly(let failure, let chain) where failure.reason.isNoPinsForHost:
+            .reportOnly(PinningFailure(host: failure.host, reason: .noPinsForHost(updateResult: updateResult), details: failure.details),
+                        validatedChain: chain)
+        default:
+            decision
+        }
+    }
+}
+
+extension PinStore {
+    /// The first decision, and either its report or the update that may turn it around.
+    ///
+    /// - Parameters:
+    ///   - updateOnEmpty: Whether a host without pins waits for one update first.
+    ///   - updateOnMismatch: Whether a pin mismatch waits for one update first.
+    ///   - report: Records a final decision (metrics, decision stream, pin-failure report).
+    ///   - decide: The decision with the pins in force when it runs (not reported).
+    func step(updateOnEmpty: Bool, updateOnMismatch: Bool, report: @escaping @Sendable (PinningDecision) -> Void,
+              decide: @escaping @Sendable () -> PinningDecision) -> PinningStep {
+        let first = decide()
+        guard Self.wantsUpdate(after: first, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch) else {
+            report(first)
+            return .decided(first)
+        }
+        return .updateFirst(PendingPinningDecision(store: self, decide: decide, report: report))
+    }
+
+    /// The refresh rule every adapter follows: a host without pins, or a valid chain that
+    /// matches none, may mean the list changed since it was loaded. Report-only failures too:
+    /// the update still happens before the final decision. Never for the other failures: an
+    /// update cannot make an untrusted chain, an unexpected host or a denied key acceptable.
+    static func wantsUpdate(after decision: PinningDecision, updateOnEmpty: Bool, updateOnMismatch: Bool) -> Bool {
+        guard let failure = decision.failure ?? decision.reportedFailure else { return false }
+        switch failure.reason {
+        case .noPinsForHost: return updateOnEmpty
+        case .pinMismatch: return updateOnMismatch
+        case .chainNotTrusted, .hostNotExpected, .issuerPinsNeedChain, .deniedKey, .transportSecurityNotMet: return false
+        }
+    }
+
+    /// The pin decision for `host` over `evidence` with the pins in force now (not reported);
+    /// starts the scheduled background update when one is due, as `validate` does.
+    ///
+    /// - Parameter requestedName: The host as the caller wrote it, for failures and reports.
+    func pinDecision(host: HostName, requestedName: String, evidence: ChainEvidence, relaxing: Bool = true) -> PinningDecision {
+        let snapshot = pinSnapshot()
+        let connection = PinningContext(host: host, requestedName: requestedName, evidence: evidence, list: snapshot.list,
+                                        fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig, now: snapshot.now)
+        let decision = rules.decide(connection, relaxing: relaxing)
+        return relaxing ? withOperatorDetails(decision, host: host, evidence: evidence) : decision
+    }
+
+    /// A pin mismatch or denied key over a validated chain carries, for the operator, the chain
+    /// and the pins that applied (failure text only, never on success).
+    private func withOperatorDetails(_ decision: PinningDecision, host: HostName, evidence: ChainEvidence) -> PinningDecision {
+        guard case .validated(let chain) = evidence, let failure = decision.failure ?? decision.reportedFailure else { return decision }
+        switch failure.reason {
+        case .pinMismatch, .deniedKey: break
+        default: return decision
+        }
+        let detailed = PinningFailure(host: failure.host, reason: failure.reason, details: mismatchReport(host: host.text, chain: chain))
+        if case .reportOnly(_, let certificates) = decision { return .reportOnly(detailed, validatedChain: certificates) }
+        return .deny(detailed)
+    }
+
+    /// Whether a pooled connection admitted with `validatedChain` for `host` may still carry
+    /// requests under the list in force: the pin decision again (not reported), so a connection
+    /// admitted in report-only mode or by ``DomainsConfig`` is kept exactly as long as a new
+    /// connection would be admitted.
+    package func stillAdmits(host: String, validatedChain: [Data]) -> Bool {
+        pinDecision(host: host, validatedChain: validatedChain).isAllowed
+    }
+
+    /// The pin decision (not reported) for `host` over a chain the normal trust evaluation
+    /// already validated: what a pooled connection is checked against again.
+    package func pinDecision(host: String, validatedChain: [Data]) -> PinningDecision {
+        guard let name = try? HostName(host) else {
+            return .deny(PinningFailure(host: host, reason: .chainNotTrusted(
+                ChainValidationError(.hostnameMismatch, depth: 0, detail: HostName.problem(host)))))
+        }
+        guard let chain = ValidatedChain(validated: validatedChain) else {
+            // Never skip the rules for a chain we cannot read: refuse.
+            return .deny(PinningFailure(host: host, reason: .chainNotTrusted(ChainValidationError(
+                .malformedCertificate, depth: 0, detail: "The verified chain could not be read back for the pin rules."))))
+        }
+        return pinDecision(host: name, requestedName: host, evidence: .validated(chain))
+    }
+}

@@ -1,0 +1,11 @@
+/// A host outside ``PinStore/Configuration/expectedCommonNames`` is refused, whatever its pins:
+/// the app's own closed list of hosts. Never relaxed.
+struct ExpectedHostRule: PinningRule {
+    /// The expected names as ``HostName`` texts; nil: every host may be expected.
+    let expected: Set<String>?
+
+    func check(_ connection: PinningContext) -> PinningRuleResult {
+        guard let expected, !expected.contains(connection.host.text) else { return .meetsRule }
+        return .failsRule(.hostNotExpected, enforcing: true, relaxable: false)
+    }
+}
