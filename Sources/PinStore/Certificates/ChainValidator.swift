@@ -41,7 +41,7 @@ public struct ChainValidator: Sendable {
     /// ``validate(chain:hostname:at:)`` answering DER, leaf to anchor. Adapters use this: it
     /// parses nothing beyond what verification needs, and repeats of a chain already verified
     /// for the same host are answered from the trust store's cache.
-    package func validatedDER(chain: [Data], hostname: String, at time: Date = Date()) throws(ChainValidationError) -> [Data] {
+    func validatedDER(chain: [Data], hostname: String, at time: Date = Date()) throws(ChainValidationError) -> [Data] {
         guard !chain.isEmpty else {
             throw ChainValidationError(.emptyChain, depth: 0, detail: "The server presented no certificate.")
         }

@@ -2,9 +2,9 @@ import Foundation
 internal import COpenSSL
 
 /// Conversions between DER ECDSA signatures and raw `r || s` (P1363), through OpenSSL.
-package enum RawSignature {
+enum RawSignature {
     /// The 64-byte `r || s` form of a DER P-256 signature, or nil when `der` is not one.
-    package static func fromDER(_ der: Data) -> Data? {
+    static func fromDER(_ der: Data) -> Data? {
         der.withUnsafeBytes { raw -> Data? in
             guard let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
             var cursor: UnsafePointer<UInt8>? = base

@@ -120,7 +120,7 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// the leaf rule and static policies do. Does not judge the name; use ``lookupKey(_:)``
     /// where a malformed name must be refused.
     @inline(__always)
-    package static func normalized(_ name: String) -> String {
+    static func normalized(_ name: String) -> String {
         // An internationalized name in its `xn--` form (lookupKey converts it without coming back here).
         if name.utf8.contains(where: { $0 >= 0x80 }) { return lookupKey(name) ?? name }
         var needsWork = false
@@ -146,7 +146,7 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// ``lookupKey(_:)``: a wildcard must sit on a registrable domain, never directly on a
     /// top-level domain (`*.com`, `*.test`) or on a common public suffix (`*.co.uk`), where it
     /// would pin every site under that suffix.
-    package static func listEntryProblem(_ name: String) -> String? {
+    static func listEntryProblem(_ name: String) -> String? {
         guard let key = lookupKey(name) else {
             return "the name is empty, has an empty label (a leading dot or \"..\"), or contains spaces or control characters"
         }
@@ -162,7 +162,7 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// small built-in list, not the Public Suffix List: it stops the obvious mistakes
     /// (`*.co.uk`), not every one. Single-label suffixes (`*.com`, `*.io`) are refused by
     /// rule, without a list.
-    package static let commonPublicSuffixes: Set<String> = [
+    static let commonPublicSuffixes: Set<String> = [
         "co.uk", "org.uk", "ac.uk", "gov.uk", "me.uk", "ltd.uk", "plc.uk", "net.uk", "nhs.uk",
         "com.au", "net.au", "org.au", "edu.au", "gov.au",
         "co.nz", "org.nz", "net.nz", "govt.nz",

@@ -22,9 +22,9 @@ import Foundation
 ///
 /// Every byte outside the signature's own value is covered: entries, `depth`, `timestamp`,
 /// whitespace, any other member. Per-entry signatures stay, for the deployed clients.
-package enum WholeListSignature {
+enum WholeListSignature {
     /// The member's name.
-    package static let member = "listSignature"
+    static let member = "listSignature"
 
     /// The signature and the bytes it covers, when `body` starts with the member; nil when the
     /// body has no leading `listSignature` member.

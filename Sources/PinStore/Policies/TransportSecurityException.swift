@@ -154,7 +154,7 @@ package struct TransportSecurityRequirements: Sendable, Hashable {
 
     /// The stricter of the two in each requirement: what holds for every host a connection
     /// might be for.
-    package func union(_ other: TransportSecurityRequirements) -> TransportSecurityRequirements {
+    func union(_ other: TransportSecurityRequirements) -> TransportSecurityRequirements {
         TransportSecurityRequirements(minimumTLSVersion: max(minimumTLSVersion, other.minimumTLSVersion),
                                       requiresForwardSecrecy: requiresForwardSecrecy || other.requiresForwardSecrecy)
     }

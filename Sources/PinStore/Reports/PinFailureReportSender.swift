@@ -27,7 +27,7 @@ package struct PinFailureReportDeliveryError: Error, Sendable, CustomStringConve
 /// credentials are kept or sent; the request carries the report and `Content-Type` only;
 /// redirects are not followed. One session for every report, so a busy collector costs one
 /// kept-alive connection rather than a session and a handshake per report.
-package final class URLSessionReportSender: PinFailureReportSender {
+final class URLSessionReportSender: PinFailureReportSender {
     private let session: URLSession
 
     package init() {

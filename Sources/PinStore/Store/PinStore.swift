@@ -472,7 +472,7 @@ public final class PinStore: Sendable {
     /// - Parameter generation: The ``listGeneration`` the refusal was decided under. When the
     ///   list has changed since (a download that just ended), nothing is downloaded and the
     ///   result is `.ok`: deciding again uses the new list.
-    package func updateAfterRefusal(decidedUnder generation: UInt64? = nil) async -> UpdateResult? {
+    func updateAfterRefusal(decidedUnder generation: UInt64? = nil) async -> UpdateResult? {
         let now = clock.now()
         // Join or start in one critical section: a download that ends between a check and a
         // start must not let refusals chain downloads back to back.
@@ -503,7 +503,7 @@ public final class PinStore: Sendable {
 
     /// The shortest time between two downloads triggered by refusals (seconds): an impostor
     /// (or a flood of connections to unpinned hosts) causes at most one list download a minute.
-    package static let refusalUpdateInterval: TimeInterval = 60
+    static let refusalUpdateInterval: TimeInterval = 60
 
     private func sharedDownload() async -> UpdateReport {
         await startDownloadIfNeeded().value
