@@ -1,0 +1,66 @@
+import Foundation
+import PinStoreTestSupport
+import Testing
+@testable import PinStore
+
+/// ``HostName``, the one form a host takes inside PinStore.
+@Suite struct HostNameValueTests {
+    @Test func aNameIsLowercasedWithoutItsTrailingDot() throws {
+        #expect(try HostName("API.Example.COM.").text == "api.example.com")
+    }
+
+    @Test func anInternationalizedNameTakesItsIDNAForm() throws {
+        #expect(try HostName("bücher.example").text == "xn--bcher-kva.example")
+    }
+
+    @Test func anInternationalizedNameInCapitalsTakesTheSameForm() throws {
+        #expect(try HostName("BÜCHER.example").text == "xn--bcher-kva.example")
+    }
+
+    @Test func theIDNAFormIsTheOneURLPutsOnTheWire() throws {
+        let wire = try #require(URL(string: "https://bücher.example/")?.host)
+        #expect(try HostName("bücher.example").text == wire)
+    }
+
+    @Test func anIPv6AddressIsCanonicalAndWithoutBrackets() throws {
+        #expect(try HostName("[0:0:0:0:0:0:0:1]").text == "::1")
+        #expect(try HostName("[::1]").isIPAddress)
+    }
+
+    @Test(arguments: ["", ".", "a..b", ".a", "a b", "a\0b", "a\u{7f}b", "bü cher.example", "bü/cher.example"])
+    func aNameThatCanNeverBeAHostIsRefused(_ name: String) {
+        #expect(throws: PinStoreError.self) { try HostName(name) }
+    }
+
+    @Test func theRefusalSaysWhatIsWrong() {
+        do {
+            _ = try HostName("a..b")
+            Issue.record("a..b was accepted")
+        } catch {
+            #expect(error.code == .invalidHostName)
+            #expect(error.reason.contains("empty label"))
+        }
+    }
+
+    @Test func validateFindsPinsOfAnInternationalizedNameUnderItsUnicodeSpelling() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let entry = FingerprintEntry(name: "xn--bcher-kva.example", fingerprint: try TestResources.certificate("pki/localhost.pem").fingerprint,
+                                     expires: 4_102_444_799)
+        let store = try StoreFixtures.store(ScriptedFetcher.serving(try TestLists.signedStatic([entry], key: StoreFixtures.signingKey())),
+                                            directory: directory.url)
+        #expect(await store.update() == .ok)
+        #expect(store.validate(commonName: "bücher.example", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+    }
+
+    @Test func aPolicyWrittenInUnicodeAppliesToTheIDNAHost() throws {
+        // The policy pins localhost.pem's key for bücher.example; a chain for the xn-- host
+        // with another key is a pin mismatch, never a host without pins.
+        let policy = PinPolicy(domain: "bücher.example", pins: [.leafKey(spkiSHA256Base64: try PinPolicyTests.spki("localhost")),
+                                                               .leafKey(spkiSHA256Base64: PinPolicyTests.backup)])
+        let store = try ReportOnlyTests.store(enforcement: .enforced, policies: [policy])
+        #expect(store.pinDecision(host: "xn--bcher-kva.example", validatedChain: try TestResources.chainDER("pki/attacker-chain.pem"))
+            .failure?.reason == .pinMismatch)
+        #expect(store.pinDecision(host: "xn--bcher-kva.example", validatedChain: try TestResources.chainDER("pki/localhost-chain.pem"))
+            .isAllowed)
+    }
+}
