@@ -48,10 +48,12 @@ extension HTTPClient.Configuration {
     /// AsyncHTTPClient keeps its default verification (chain to `trustRoots`, dates, host name)
     /// and then runs the pin check on every new HTTP/1.1 and HTTP/2 connection, before any
     /// request is scheduled on it. It sees only the server's leaf certificate, not the host the
-    /// connection is for, so the rule is: every name the list pins that the leaf's names cover
-    /// must pin this leaf (`depth` 0). A leaf valid for several names must therefore be pinned
-    /// under each of them that the list pins, and hosts pinned only by issuer pins are refused
-    /// (``PinStore/PinningFailure/Reason/issuerPinsNeedChain``): use PinStoreNIO for those.
+    /// connection is for, so the rule is stricter than the other adapters': the leaf is admitted
+    /// only if the chain-aware decision allows it for every host it could have been presented
+    /// for (each DNS name, every host under a wildcard name). A leaf naming the server's own IP
+    /// address is refused: swift-nio-ssl accepts it for any requested host. Hosts pinned only by
+    /// issuer pins are refused (``PinStore/PinningFailure/Reason/issuerPinsNeedChain``): use
+    /// PinStoreNIO for those.
     ///
     /// A refused connection is closed before a request byte is written and its requests fail
     /// with the ``PinStore/PinningFailure``. This sets `connectionPool.retryConnectionEstablishment`
