@@ -45,10 +45,14 @@ enum Pins {
         return try JSONSerialization.data(withJSONObject: ["fingerprints": items])
     }
 
-    /// A pinned client trusting the test root CA.
-    static func client(_ store: PinStore, updateOnEmpty: Bool = true, updateOnMismatch: Bool = true) throws -> HTTPClient {
+    /// A pinned client trusting the test root CA. `localhost` and every name in `loopbackNames`
+    /// resolve to 127.0.0.1, where the test servers listen (IPv4 only): the request still asks
+    /// for the name, in SNI and in the host-name check.
+    static func client(_ store: PinStore, updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
+                       loopbackNames: [String] = []) throws -> HTTPClient {
         var configuration = try HTTPClient.Configuration.pinned(by: store, tlsConfiguration: tls(), updateOnEmpty: updateOnEmpty,
                                                                 updateOnMismatch: updateOnMismatch)
+        configuration.dnsOverride = loopbackOverride(loopbackNames)
         // The pin check (and the list download an unknown host triggers) runs inside the
         // connect: AsyncHTTPClient's 10 s default ran out under AddressSanitizer with every
         // suite running at once on two cores.
@@ -58,14 +62,20 @@ enum Pins {
         return client
     }
 
+    /// `dnsOverride` sending `localhost` and `names` to 127.0.0.1.
+    static func loopbackOverride(_ names: [String] = []) -> [String: String] {
+        Dictionary((["localhost"] + names).map { ($0, "127.0.0.1") }, uniquingKeysWith: { first, _ in first })
+    }
+
     /// Every client made here, for the life of the test process: AsyncHTTPClient traps when a
     /// client is deallocated before `shutdown()`, so a test that throws before reaching its
     /// shutdown would otherwise end the whole test run instead of failing alone.
     private static let keptAlive = Locked<[HTTPClient]>([])
 
-    /// GET `path` on `server` and the body as text.
-    static func get(_ client: HTTPClient, _ server: LoopbackHTTPSServer, _ path: String = "/hello") async throws -> (HTTPClientResponse, String) {
-        let response = try await client.execute(HTTPClientRequest(url: server.baseURL + path), timeout: .seconds(20))
+    /// GET `path` on `server`, asking for `host` (`localhost` by default), and the body as text.
+    static func get(_ client: HTTPClient, _ server: LoopbackHTTPSServer, _ path: String = "/hello",
+                    host: String = "localhost") async throws -> (HTTPClientResponse, String) {
+        let response = try await client.execute(HTTPClientRequest(url: "https://\(host):\(server.port)" + path), timeout: .seconds(20))
         let body = try await response.body.collect(upTo: 1 << 20)
         return (response, String(buffer: body))
     }
