@@ -67,13 +67,15 @@ import Testing
         case .success(let status):
             Issue.record("the pinned HTTPClient reached the server (status \(status))", sourceLocation: sourceLocation)
         case .failure(let error):
-            #expect(error is PinningFailure, "the pinned HTTPClient failed with \(error), not a pin refusal", sourceLocation: sourceLocation)
+            #expect(error is PinningFailure, "the pinned HTTPClient failed with \(error), not a pin refusal",
+                    sourceLocation: sourceLocation)
         }
         #expect(outcome.httpClientBytes == 0, "request bytes reached the server from the HTTPClient", sourceLocation: sourceLocation)
         #expect(outcome.chainAware.decision?.isAllowed == false,
                 "PinningTLSVerifier decided \(String(describing: outcome.chainAware.decision))", sourceLocation: sourceLocation)
         #expect(outcome.chainAware.status == nil, sourceLocation: sourceLocation)
-        #expect(outcome.chainAwareBytes == 0, "request bytes reached the server from the chain-aware client", sourceLocation: sourceLocation)
+        #expect(outcome.chainAwareBytes == 0, "request bytes reached the server from the chain-aware client",
+                sourceLocation: sourceLocation)
     }
 
     // MARK: - The control: a DNS-only leaf pinned for the requested name

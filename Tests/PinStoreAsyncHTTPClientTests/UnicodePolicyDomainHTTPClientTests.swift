@@ -39,7 +39,8 @@ import Testing
             let list = try await Pins.challengeListServer([Pins.entry("pki/api-example.pem", name: "api.example.com")],
                                                           domainsConfig: #"{"sslPinningRequiredForUnlisted": false}"#)
             do {
-                let store = try Pins.store(serviceURL: list.baseURL.appendingPathComponent("list.json"), useChallenge: true, policies: [policy])
+                let store = try Pins.store(serviceURL: list.baseURL.appendingPathComponent("list.json"), useChallenge: true,
+                                           policies: [policy])
                 #expect(await store.update() == .ok)
                 return (store, stop: { try? await list.shutdown() })
             } catch {

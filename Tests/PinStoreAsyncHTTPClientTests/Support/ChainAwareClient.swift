@@ -66,7 +66,8 @@ private final class StatusReader: ChannelInboundHandler {
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: host)
         headers.add(name: "Connection", value: "close")
-        context.write(wrapOutboundOut(.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/hello", headers: headers))), promise: nil)
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/hello", headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         context.fireChannelActive()
     }
