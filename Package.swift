@@ -148,7 +148,7 @@ let package = Package(
         .testTarget(
             name: "PinStoreAsyncHTTPClientTests",
             dependencies: [
-                "PinStore", "PinStoreAsyncHTTPClient", "PinStoreDevServer", "PinStoreTestSupport",
+                "PinStore", "PinStoreAsyncHTTPClient", "PinStoreNIO", "PinStoreDevServer", "PinStoreTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

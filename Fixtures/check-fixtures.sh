@@ -222,6 +222,38 @@ check_leaf localhost-next localhost "$LH" "$INT" "$FROM" "$TO" "$P256"
 check_leaf localhost-renewed localhost "$LH" "$INT" "Jun  1 00:00:00 2025 GMT" "$TO" "$P256"
 check_leaf rogue-leaf     localhost "$LH" "PinStore Rogue Root CA (untrusted)" "$FROM" "$TO" "$P256"
 check_leaf leaf-signed-by-leaf localhost "$LH" localhost "$FROM" "$TO" "$P256"
+# make-adapter-fixtures.sh: DNS-only twins, two-name leaves, issue 23's reproductions.
+DNS_LH=DNS:localhost TWO=DNS:localhost,DNS:alt.pinstore.test RSA1024="Public-Key: (1024 bit)"
+check_leaf localhost-dnsonly          localhost "$DNS_LH" "$INT" "$FROM" "$TO" "$P256"
+check_leaf attacker-dnsonly           localhost "$DNS_LH" "$INT" "$FROM" "$TO" "$P256"
+check_leaf localhost-next-dnsonly     localhost "$DNS_LH" "$INT" "$FROM" "$TO" "$P256"
+check_leaf localhost-renewed-dnsonly  localhost "$DNS_LH" "$INT" "Jun  1 00:00:00 2025 GMT" "$TO" "$P256"
+check_leaf localhost-other-ca-dnsonly localhost "$DNS_LH" "PinStore Test Other Intermediate CA" "$FROM" "$TO" "$P256"
+check_leaf expired-dnsonly            localhost "$DNS_LH" "$INT" "Jan  1 00:00:00 2020 GMT" "Jan  1 00:00:00 2021 GMT" "$P256"
+check_leaf self-signed-dnsonly        localhost "$DNS_LH" localhost "$FROM" "$TO" "$P256"
+check_leaf localhost-sha1-dnsonly     localhost "$DNS_LH" "$INT" "$FROM" "$TO" "ecdsa-with-SHA1"
+check_leaf localhost-rsa1024-dnsonly  localhost "$DNS_LH" "$INT" "$FROM" "$TO" "$RSA1024"
+check_leaf localhost-rsa-dnsonly      localhost "$DNS_LH" "$INT" "$FROM" "$TO" "Public-Key: (2048 bit)"
+check_leaf localhost-two-names        localhost "$TWO" "$INT" "$FROM" "$TO" "$P256"
+check_leaf localhost-rsa1024-two-names localhost "$TWO" "$INT" "$FROM" "$TO" "$RSA1024"
+check_leaf ip-only             127.0.0.1             IPAddress:127.0.0.1 "$INT" "$FROM" "$TO" "$P256"
+check_leaf www-and-ip          www.example.com       DNS:www.example.com,IPAddress:127.0.0.1 "$INT" "$FROM" "$TO" "$P256"
+check_leaf wildcard-example    "*.example.com"       "DNS:*.example.com" "$INT" "$FROM" "$TO" "$P256"
+check_leaf api-example         api.example.com       DNS:api.example.com "$INT" "$FROM" "$TO" "$P256"
+check_leaf bucher-idn          xn--bcher-kva.example DNS:xn--bcher-kva.example "$INT" "$FROM" "$TO" "$P256"
+check_leaf bucher-idn-impostor xn--bcher-kva.example DNS:xn--bcher-kva.example "$INT" "$FROM" "$TO" "$P256"
+[[ $(field localhost-renewed-dnsonly -pubkey) == "$(field localhost-dnsonly -pubkey)" ]] && ok || fail "localhost-renewed-dnsonly does not share localhost-dnsonly's key"
+[[ $(field attacker-dnsonly -pubkey) != "$(field localhost-dnsonly -pubkey)" ]] && ok || fail "attacker-dnsonly shares localhost-dnsonly's key"
+[[ $(field bucher-idn-impostor -pubkey) != "$(field bucher-idn -pubkey)" ]] && ok || fail "bucher-idn-impostor shares bucher-idn's key"
+for c in localhost-dnsonly attacker-dnsonly localhost-next-dnsonly localhost-renewed-dnsonly localhost-sha1-dnsonly \
+         localhost-rsa1024-dnsonly localhost-rsa-dnsonly localhost-two-names localhost-rsa1024-two-names \
+         ip-only www-and-ip wildcard-example api-example bucher-idn bucher-idn-impostor; do
+  same "verify $c.pem" "$(verify $PKI/$c.pem)" OK
+  same "$c-chain.pem" "$(cat $PKI/$c-chain.pem)" "$(cat $PKI/$c.pem $PKI/intermediate-ca.pem)"
+done
+same "localhost-other-ca-dnsonly-chain.pem" "$(cat $PKI/localhost-other-ca-dnsonly-chain.pem)" \
+  "$(cat $PKI/localhost-other-ca-dnsonly.pem $PKI/other-intermediate-ca.pem)"
+same "verify expired-dnsonly.pem" "$(verify $PKI/expired-dnsonly.pem)" "error 10 at 0 depth lookup: certificate has expired"
 field api-rsa -ext keyUsage | grep -q 'Key Encipherment' && ok || fail "api-rsa lacks keyEncipherment"
 [[ $(field attacker -pubkey) != "$(field localhost -pubkey)" ]] && ok || fail "attacker shares localhost's key"
 [[ $(field localhost-next -pubkey) != "$(field localhost -pubkey)" ]] && ok || fail "localhost-next shares localhost's key"

@@ -578,6 +578,8 @@ write_policy_fixtures
 
 # The ATS transport-minimum certificates (weak digests and keys), from the CA above.
 "$FIXTURES/make-ats-fixtures.sh"
+# The adapter certificates (DNS-only twins, issue 23's IP, wildcard and IDN leaves), from the CA above.
+"$FIXTURES/make-adapter-fixtures.sh"
 
 # Test keys protect nothing; readable keys keep tests working under any user.
 chmod 644 "$PKI"/*.key.pem "$KEYS"/*.key.pem

@@ -25,7 +25,7 @@ import Testing
     @Test func admittedConnectionCarriesNoRequestOnceItsOnlyPinHasExpired() async throws {
         let start = Date()
         let clock = SteppedClock(start)
-        let fingerprint = try TestResources.certificate("pki/localhost.pem").fingerprint.base64EncodedString()
+        let fingerprint = try TestResources.certificate("pki/localhost-dnsonly.pem").fingerprint.base64EncodedString()
         let fallback = #"{"fingerprints":[{"name":"localhost","fingerprint":"\#(fingerprint)","expires":\#(Int64(start.timeIntervalSince1970) + 3_600)}]}"#
         let store = try PinStore(configuration: .init(
             serviceURL: URL(string: "https://pins.pinstore.test/list.json")!,
@@ -33,7 +33,7 @@ import Testing
             fallbackData: Data(fallback.utf8),
             storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-review-\(UUID().uuidString)"),
             requestTimeout: 5), fetcher: NoList(), clock: clock)
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-dnsonly-chain.pem"], key: "pki/localhost-dnsonly.key.pem")
         let client = try Pins.client(store, updateOnEmpty: false, updateOnMismatch: false)
         let (first, _) = try await Pins.get(client, server)
         #expect(first.status == .ok)

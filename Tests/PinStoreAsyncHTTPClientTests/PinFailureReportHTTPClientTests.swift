@@ -13,7 +13,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: reports) }
         let collector = try ReportCollector(directory: reports)
         let collectorServer = try await ListServer.start(responder: collector.responder)
-        let fingerprint = try TestResources.certificate("pki/localhost.pem").fingerprintBase64
+        let fingerprint = try TestResources.certificate("pki/localhost-dnsonly.pem").fingerprintBase64
         var configuration = PinStore.Configuration(
             serviceURL: URL(string: "http://127.0.0.1:1/unused")!,
             publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
@@ -22,7 +22,7 @@ import Testing
             requestTimeout: 2)
         configuration.reportURI = collectorServer.baseURL.appendingPathComponent("pin-reports")
         let store = try PinStore(configuration: configuration)
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-chain.pem"], key: "pki/attacker.key.pem")
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-dnsonly-chain.pem"], key: "pki/attacker-dnsonly.key.pem")
         let client = try Pins.client(store, updateOnMismatch: false)
 
         await #expect(throws: PinningFailure.self) { try await Pins.get(client, server) }
@@ -37,7 +37,7 @@ import Testing
         #expect(report.hostname == "localhost")
         #expect(report.port == server.port)
         #expect(report.reason == "pin_mismatch")
-        let leaf = try TestResources.certificate("pki/attacker.pem").derRepresentation
+        let leaf = try TestResources.certificate("pki/attacker-dnsonly.pem").derRepresentation
         #expect(try report.servedCertificateChain.map { try X509Certificate.certificates(pem: $0)[0].derRepresentation } == [leaf])
         #expect(try report.validatedCertificateChain.map { try X509Certificate.certificates(pem: $0)[0].derRepresentation } == [leaf])
     }

@@ -40,28 +40,28 @@ import Testing
     }
 
     @Test func aLeafKeyPolicyAcceptsARenewedLeafWithTheSameKey() async throws {
-        let result = try await Self.outcome(try Self.store(.leafKey(spkiSHA256Base64: Self.spki("localhost"))),
-                                            chain: "localhost-renewed-chain", key: "localhost-renewed")
+        let result = try await Self.outcome(try Self.store(.leafKey(spkiSHA256Base64: Self.spki("localhost-dnsonly"))),
+                                            chain: "localhost-renewed-dnsonly-chain", key: "localhost-renewed-dnsonly")
         #expect(result.status == 200)
     }
 
     @Test func aLeafKeyPolicyRefusesAnotherKey() async throws {
-        let result = try await Self.outcome(try Self.store(.leafKey(spkiSHA256Base64: Self.spki("localhost"))),
-                                            chain: "attacker-chain", key: "attacker")
+        let result = try await Self.outcome(try Self.store(.leafKey(spkiSHA256Base64: Self.spki("localhost-dnsonly"))),
+                                            chain: "attacker-dnsonly-chain", key: "attacker-dnsonly")
         #expect(result.failure?.reason == .pinMismatch)
         #expect(result.receivedBytes == 0)
     }
 
     @Test func aCAPolicyIsRefusedAsNeedingTheChainEvenUnderThePinnedCA() async throws {
         let result = try await Self.outcome(try Self.store(.caKey(spkiSHA256Base64: Self.spki("intermediate-ca"))),
-                                            chain: "localhost-chain", key: "localhost")
+                                            chain: "localhost-dnsonly-chain", key: "localhost-dnsonly")
         #expect(result.failure?.reason == .issuerPinsNeedChain)
         #expect(result.receivedBytes == 0)
     }
 
     @Test func aCAPolicyRefusesALeafUnderAnotherCA() async throws {
         let result = try await Self.outcome(try Self.store(.caKey(spkiSHA256Base64: Self.spki("intermediate-ca"))),
-                                            chain: "localhost-other-ca-chain", key: "localhost-other-ca")
+                                            chain: "localhost-other-ca-dnsonly-chain", key: "localhost-other-ca-dnsonly")
         #expect(result.failure?.reason == .issuerPinsNeedChain)
         #expect(result.receivedBytes == 0)
     }

@@ -12,8 +12,8 @@ import Testing
     // MARK: - Accepted and refused servers
 
     @Test func serverPresentingThePinnedCertificateIsAccepted() async throws {
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
-        let client = try Pins.client(try Pins.store([Pins.entry("pki/localhost.pem")]))
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-dnsonly-chain.pem"], key: "pki/localhost-dnsonly.key.pem")
+        let client = try Pins.client(try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")]))
         let (response, body) = try await Pins.get(client, server)
         try await client.shutdown()
         await server.shutdown()
@@ -23,8 +23,8 @@ import Testing
     }
 
     @Test func impostorWithAValidChainIsRefusedBeforeAnyRequestByte() async throws {
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-chain.pem"], key: "pki/attacker.key.pem")
-        let client = try Pins.client(try Pins.store([Pins.entry("pki/localhost.pem")]), updateOnMismatch: false)
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-dnsonly-chain.pem"], key: "pki/attacker-dnsonly.key.pem")
+        let client = try Pins.client(try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")]), updateOnMismatch: false)
         let failure = await #expect(throws: PinningFailure.self) { try await Pins.get(client, server) }
         try await client.shutdown()
         await server.shutdown()
@@ -35,13 +35,13 @@ import Testing
     }
 
     @Test(arguments: [
-        (["pki/expired.pem", "pki/intermediate-ca.pem"], "pki/expired.key.pem"),
+        (["pki/expired-dnsonly.pem", "pki/intermediate-ca.pem"], "pki/expired-dnsonly.key.pem"),
         (["pki/wrong-host.pem", "pki/intermediate-ca.pem"], "pki/wrong-host.key.pem"),
-        (["pki/self-signed.pem"], "pki/self-signed.key.pem"),
+        (["pki/self-signed-dnsonly.pem"], "pki/self-signed-dnsonly.key.pem"),
     ])
     func defaultVerificationStillRefusesBadChains(chain: [String], key: String) async throws {
         // Every one of these leaves is pinned: only the default verification can refuse them.
-        let pins = try chain.prefix(1).map { try Pins.entry($0) } + [Pins.entry("pki/localhost.pem")]
+        let pins = try chain.prefix(1).map { try Pins.entry($0) } + [Pins.entry("pki/localhost-dnsonly.pem")]
         let server = try await LoopbackHTTPSServer.start(chain: chain, key: key)
         let client = try Pins.client(try Pins.store(pins), updateOnEmpty: false, updateOnMismatch: false)
         let error = await #expect(throws: (any Error).self) { try await Pins.get(client, server) }
@@ -52,7 +52,7 @@ import Testing
     }
 
     @Test func hostPinnedOnlyByIssuerPinsIsRefusedWithItsReason() async throws {
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-dnsonly-chain.pem"], key: "pki/localhost-dnsonly.key.pem")
         let client = try Pins.client(try Pins.store([Pins.entry("pki/intermediate-ca.pem", depth: 1)]))
         let failure = await #expect(throws: PinningFailure.self) { try await Pins.get(client, server) }
         try await client.shutdown()
@@ -63,23 +63,25 @@ import Testing
     }
 
     @Test func leafValidForSeveralNamesMustBePinnedUnderEveryPinnedName() async throws {
-        // localhost.pem is valid for localhost and 127.0.0.1. The list pins localhost to it but
-        // 127.0.0.1 to another certificate: the chain-aware adapters would accept a request to
-        // localhost; this one cannot tell which host the connection is for, so it refuses.
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
-        let store = try Pins.store([Pins.entry("pki/localhost.pem"), Pins.entry("pki/attacker.pem", name: "127.0.0.1")])
+        // localhost-two-names.pem is valid for localhost and alt.pinstore.test. The list pins
+        // localhost to it but alt.pinstore.test to another certificate: the chain-aware adapters
+        // would accept a request to localhost; this one cannot tell which host the connection is
+        // for, so it refuses.
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-two-names-chain.pem"], key: "pki/localhost-two-names.key.pem")
+        let store = try Pins.store([Pins.entry("pki/localhost-two-names.pem"),
+                                    Pins.entry("pki/attacker-dnsonly.pem", name: "alt.pinstore.test")])
         let client = try Pins.client(store, updateOnMismatch: false)
         let failure = await #expect(throws: PinningFailure.self) { try await Pins.get(client, server) }
         try await client.shutdown()
         await server.shutdown()
         #expect(failure?.reason == .pinMismatch)
-        #expect(failure?.host == "127.0.0.1")
+        #expect(failure?.host == "alt.pinstore.test")
         #expect(server.receivedBytes == 0)
     }
 
     @Test func hostWithoutPinsIsRefusedAfterOneUpdate() async throws {
         let list = try await MutableListServer.start([Pins.entry("pki/api-p256.pem", name: "api.pinstore.test")])
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-dnsonly-chain.pem"], key: "pki/localhost-dnsonly.key.pem")
         let store = try Pins.store(serviceURL: list.listURL)
         // A list in force and not due: from here only the refusal can download (otherwise the
         // scheduled download the request starts may or may not be over when the refusal comes).
@@ -95,9 +97,9 @@ import Testing
     }
 
     @Test func refusalReachesTheDecisionStream() async throws {
-        let store = try Pins.store([Pins.entry("pki/localhost.pem")])
+        let store = try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")])
         let events = store.decisions()
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-chain.pem"], key: "pki/attacker.key.pem")
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-dnsonly-chain.pem"], key: "pki/attacker-dnsonly.key.pem")
         let client = try Pins.client(store, updateOnMismatch: false)
         _ = try? await Pins.get(client, server)
         try await client.shutdown()
@@ -109,8 +111,8 @@ import Testing
     }
 
     @Test func plainHTTPConnectionIsRefused() async throws {
-        let list = try await MutableListServer.start([Pins.entry("pki/localhost.pem")])
-        let client = try Pins.client(try Pins.store([Pins.entry("pki/localhost.pem")]))
+        let list = try await MutableListServer.start([Pins.entry("pki/localhost-dnsonly.pem")])
+        let client = try Pins.client(try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")]))
         let error = await #expect(throws: PinnedHTTPClientError.self) {
             _ = try await client.execute(HTTPClientRequest(url: list.listURL.absoluteString), timeout: .seconds(10))
         }
@@ -138,13 +140,14 @@ import Testing
     @Test func connectionInitializerAlreadySetStillRunsAfterThePinCheck() async throws {
         let calls = Locked(0)
         var configuration = HTTPClient.Configuration(tlsConfiguration: try Pins.tls())
+        configuration.dnsOverride = Pins.loopbackOverride()
         configuration.http1_1ConnectionDebugInitializer = { channel in
             calls.withLock { $0 += 1 }
             return channel.eventLoop.makeSucceededVoidFuture()
         }
-        try configuration.pin(with: try Pins.store([Pins.entry("pki/localhost.pem")]))
+        try configuration.pin(with: try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")]))
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-dnsonly-chain.pem"], key: "pki/localhost-dnsonly.key.pem")
         let (response, _) = try await Pins.get(client, server)
         try await client.shutdown()
         await server.shutdown()
@@ -155,8 +158,8 @@ import Testing
     // MARK: - HTTP/2
 
     @Test func http2ServerIsPinnedTheSameWay() async throws {
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem", http2: true)
-        let client = try Pins.client(try Pins.store([Pins.entry("pki/localhost.pem")]))
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-dnsonly-chain.pem"], key: "pki/localhost-dnsonly.key.pem", http2: true)
+        let client = try Pins.client(try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")]))
         let (response, body) = try await Pins.get(client, server)
         try await client.shutdown()
         await server.shutdown()
@@ -165,8 +168,8 @@ import Testing
     }
 
     @Test func http2ImpostorIsRefusedBeforeAnyRequest() async throws {
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-chain.pem"], key: "pki/attacker.key.pem", http2: true)
-        let client = try Pins.client(try Pins.store([Pins.entry("pki/localhost.pem")]), updateOnMismatch: false)
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-dnsonly-chain.pem"], key: "pki/attacker-dnsonly.key.pem", http2: true)
+        let client = try Pins.client(try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")]), updateOnMismatch: false)
         let failure = await #expect(throws: PinningFailure.self) { try await Pins.get(client, server) }
         try await client.shutdown()
         await server.shutdown()
@@ -178,8 +181,8 @@ import Testing
     // MARK: - Pool behaviour
 
     @Test func fiftyConcurrentRequestsShareAFewPinnedConnections() async throws {
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
-        let store = try Pins.store([Pins.entry("pki/localhost.pem")])
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-dnsonly-chain.pem"], key: "pki/localhost-dnsonly.key.pem")
+        let store = try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")])
         let client = try Pins.client(store)
         let statuses = try await withThrowingTaskGroup(of: HTTPResponseStatus.self) { group in
             for _ in 0..<50 {
@@ -196,10 +199,10 @@ import Testing
     }
 
     @Test func listUpdateClosesAnAdmittedConnectionBeforeItCarriesAnotherRequest() async throws {
-        let list = try await MutableListServer.start([Pins.entry("pki/localhost.pem")])
+        let list = try await MutableListServer.start([Pins.entry("pki/localhost-dnsonly.pem")])
         let store = try Pins.store(serviceURL: list.listURL)
         #expect(await store.update() == .ok)
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-dnsonly-chain.pem"], key: "pki/localhost-dnsonly.key.pem")
         let client = try Pins.client(store)
         let (first, _) = try await Pins.get(client, server)
         #expect(first.status == .ok)
@@ -223,17 +226,17 @@ import Testing
     // MARK: - Rotation drills
 
     @Test func announcedRotationAcceptsTheNextCertificateAfterAnUpdate() async throws {
-        let list = try await MutableListServer.start([Pins.entry("pki/localhost.pem")])
+        let list = try await MutableListServer.start([Pins.entry("pki/localhost-dnsonly.pem")])
         let store = try Pins.store(serviceURL: list.listURL)
         #expect(await store.update() == .ok)
-        let current = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+        let current = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-dnsonly-chain.pem"], key: "pki/localhost-dnsonly.key.pem")
         let client = try Pins.client(store)
         #expect(try await Pins.get(client, current).0.status == .ok)
 
         // The list gains the next certificate before the server switches to it.
-        try list.publish([Pins.entry("pki/localhost.pem"), Pins.entry("pki/localhost-next.pem")])
+        try list.publish([Pins.entry("pki/localhost-dnsonly.pem"), Pins.entry("pki/localhost-next-dnsonly.pem")])
         #expect(await store.update(mode: .forced) == .ok)
-        let rotated = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-next-chain.pem"], key: "pki/localhost-next.key.pem")
+        let rotated = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-next-dnsonly-chain.pem"], key: "pki/localhost-next-dnsonly.key.pem")
         let (response, _) = try await Pins.get(client, rotated)
         let stillCurrent = try await Pins.get(client, current).0.status
         try await client.shutdown()
@@ -246,13 +249,13 @@ import Testing
     }
 
     @Test func emergencyRotationIsPickedUpByTheFirstRequestToTheNewCertificate() async throws {
-        let list = try await MutableListServer.start([Pins.entry("pki/localhost.pem")])
+        let list = try await MutableListServer.start([Pins.entry("pki/localhost-dnsonly.pem")])
         let store = try Pins.store(serviceURL: list.listURL)
         #expect(await store.update() == .ok)
         // Unannounced: the list now pins only the new certificate, which the store has not seen.
-        try list.publish([Pins.entry("pki/localhost-next.pem")])
-        let rotated = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-next-chain.pem"], key: "pki/localhost-next.key.pem")
-        let old = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+        try list.publish([Pins.entry("pki/localhost-next-dnsonly.pem")])
+        let rotated = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-next-dnsonly-chain.pem"], key: "pki/localhost-next-dnsonly.key.pem")
+        let old = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-dnsonly-chain.pem"], key: "pki/localhost-dnsonly.key.pem")
         let client = try Pins.client(store)
 
         let (response, _) = try await Pins.get(client, rotated)        // mismatch -> one update -> allowed

@@ -20,7 +20,7 @@ import Testing
     }
 
     @Test func impostorIsLetThroughInReportOnlyModeAndReported() async throws {
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-chain.pem"], key: "pki/attacker.key.pem")
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-dnsonly-chain.pem"], key: "pki/attacker-dnsonly.key.pem")
         let store = try Self.store(.reportOnly)
         let events = store.decisions()
         let client = try Pins.client(store, updateOnEmpty: false, updateOnMismatch: false)
@@ -40,7 +40,7 @@ import Testing
     }
 
     @Test func impostorIsStillRefusedWhenEnforced() async throws {
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-chain.pem"], key: "pki/attacker.key.pem")
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-dnsonly-chain.pem"], key: "pki/attacker-dnsonly.key.pem")
         let client = try Pins.client(try Self.store(.enforced), updateOnEmpty: false, updateOnMismatch: false)
         let failure = await #expect(throws: PinningFailure.self) { try await Pins.get(client, server) }
         try await client.shutdown()
@@ -50,7 +50,7 @@ import Testing
     }
 
     @Test func selfSignedChainIsStillRefusedInReportOnlyMode() async throws {
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/self-signed.pem"], key: "pki/self-signed.key.pem")
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/self-signed-dnsonly.pem"], key: "pki/self-signed-dnsonly.key.pem")
         let client = try Pins.client(try Self.store(.reportOnly), updateOnEmpty: false, updateOnMismatch: false)
         await #expect(throws: (any Error).self) { try await Pins.get(client, server) }
         try await client.shutdown()

@@ -39,20 +39,14 @@ import Testing
         try await LoopbackHTTPSServer.start(chain: [chain], key: key, configure: configure)
     }
 
-    /// The fixture leaves are valid for `localhost` and `127.0.0.1`: AsyncHTTPClient cannot tell
-    /// which one a connection is for, so an exception applies only when both names have it.
-    static func forEveryLeafName(_ make: (String) -> TransportSecurityException) -> [TransportSecurityException] {
-        ["localhost", "127.0.0.1"].map(make)
-    }
-
     static func tls11Only(_ tls: inout TLSConfiguration) {
         tls.minimumTLSVersion = .tlsv1
         tls.maximumTLSVersion = .tlsv11
     }
 
     @Test(arguments: [
-        ("pki/localhost-sha1-chain.pem", "pki/localhost-sha1.key.pem", "pki/localhost-sha1.pem", TransportSecurityRequirement.certificateSignatureDigest),
-        ("pki/localhost-rsa1024-chain.pem", "pki/localhost-rsa1024.key.pem", "pki/localhost-rsa1024.pem", .certificateKeySize),
+        ("pki/localhost-sha1-dnsonly-chain.pem", "pki/localhost-sha1-dnsonly.key.pem", "pki/localhost-sha1-dnsonly.pem", TransportSecurityRequirement.certificateSignatureDigest),
+        ("pki/localhost-rsa1024-dnsonly-chain.pem", "pki/localhost-rsa1024-dnsonly.key.pem", "pki/localhost-rsa1024-dnsonly.pem", .certificateKeySize),
     ])
     func weakLeafIsRefusedWithItsRequirement(chain: String, key: String, leaf: String, expected: TransportSecurityRequirement) async throws {
         let server = try await start(chain, key)
@@ -62,44 +56,45 @@ import Testing
     }
 
     @Test(arguments: [
-        ("pki/localhost-sha1-chain.pem", "pki/localhost-sha1.key.pem", "pki/localhost-sha1.pem"),
-        ("pki/localhost-rsa1024-chain.pem", "pki/localhost-rsa1024.key.pem", "pki/localhost-rsa1024.pem"),
+        ("pki/localhost-sha1-dnsonly-chain.pem", "pki/localhost-sha1-dnsonly.key.pem", "pki/localhost-sha1-dnsonly.pem"),
+        ("pki/localhost-rsa1024-dnsonly-chain.pem", "pki/localhost-rsa1024-dnsonly.key.pem", "pki/localhost-rsa1024-dnsonly.pem"),
     ])
     func weakLeafIsAllowedByTheForwardSecrecyException(chain: String, key: String, leaf: String) async throws {
         let server = try await start(chain, key)
-        let store = try Pins.store([Pins.entry(leaf)], exceptions: Self.forEveryLeafName {
-            TransportSecurityException(domain: $0, requiresForwardSecrecy: false)
-        })
+        let store = try Pins.store([Pins.entry(leaf)], exceptions: [TransportSecurityException(domain: "localhost", requiresForwardSecrecy: false)])
         #expect(try await get(store, server).get().status == .ok)
     }
 
     @Test func exceptionForOnlyOneOfTheLeafsNamesIsNotApplied() async throws {
-        let server = try await start("pki/localhost-rsa1024-chain.pem", "pki/localhost-rsa1024.key.pem")
-        let store = try Pins.store([Pins.entry("pki/localhost-rsa1024.pem")],
+        // The leaf is valid for localhost and alt.pinstore.test, both pinned to it: AsyncHTTPClient
+        // cannot tell which one a connection is for, so an exception applies only when both have it.
+        let server = try await start("pki/localhost-rsa1024-two-names-chain.pem", "pki/localhost-rsa1024-two-names.key.pem")
+        let store = try Pins.store([Pins.entry("pki/localhost-rsa1024-two-names.pem"),
+                                    Pins.entry("pki/localhost-rsa1024-two-names.pem", name: "alt.pinstore.test")],
                                    exceptions: [TransportSecurityException(domain: "localhost", requiresForwardSecrecy: false)])
         #expect(requirement(failure(try await get(store, server))) == .certificateKeySize)
     }
 
     @Test func tls11OnlyServerIsRefusedByTheHandshake() async throws {
-        let server = try await start("pki/localhost-chain.pem", "pki/localhost.key.pem", configure: Self.tls11Only)
+        let server = try await start("pki/localhost-dnsonly-chain.pem", "pki/localhost-dnsonly.key.pem", configure: Self.tls11Only)
         // AsyncHTTPClient surfaces swift-nio-ssl's own error: the initializer never runs.
-        let result = try await get(try Pins.store([Pins.entry("pki/localhost.pem")]), server)
+        let result = try await get(try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")]), server)
         #expect(throws: (any Error).self) { try result.get() }
         #expect(server.receivedBytes == 0)
     }
 
     @Test func tls11OnlyServerIsAllowedByItsException() async throws {
-        let server = try await start("pki/localhost-chain.pem", "pki/localhost.key.pem", configure: Self.tls11Only)
-        let store = try Pins.store([Pins.entry("pki/localhost.pem")],
-                                   exceptions: Self.forEveryLeafName { TransportSecurityException(domain: $0, minimumTLSVersion: .tlsv11) })
+        let server = try await start("pki/localhost-dnsonly-chain.pem", "pki/localhost-dnsonly.key.pem", configure: Self.tls11Only)
+        let store = try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")],
+                                   exceptions: [TransportSecurityException(domain: "localhost", minimumTLSVersion: .tlsv11)])
         #expect(try await get(store, server).get().status == .ok)
     }
 
     @Test func tls11ConnectionForAHostWithoutTheExceptionIsRefusedByTheInitializer() async throws {
         // Another host's exception lowers the client's shared minimum to TLS 1.1; localhost keeps
         // TLS 1.2, checked on the negotiated version.
-        let server = try await start("pki/localhost-chain.pem", "pki/localhost.key.pem", configure: Self.tls11Only)
-        let store = try Pins.store([Pins.entry("pki/localhost.pem")],
+        let server = try await start("pki/localhost-dnsonly-chain.pem", "pki/localhost-dnsonly.key.pem", configure: Self.tls11Only)
+        let store = try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")],
                                    exceptions: [TransportSecurityException(domain: "legacy.example.com", minimumTLSVersion: .tlsv11)])
         #expect(requirement(failure(try await get(store, server))) == .minimumTLSVersion)
         #expect(server.receivedBytes == 0)
@@ -108,19 +103,19 @@ import Testing
     @Test func rsaKeyExchangeOnlyServerIsRefusedEvenWithAnException() async throws {
         // The client's suites are shared by every host and the negotiated one is invisible:
         // forward secrecy stays required (README: what AsyncHTTPClient cannot check).
-        let server = try await start("pki/localhost-rsa-chain.pem", "pki/localhost-rsa.key.pem") { tls in
+        let server = try await start("pki/localhost-rsa-dnsonly-chain.pem", "pki/localhost-rsa-dnsonly.key.pem") { tls in
             tls.maximumTLSVersion = .tlsv12
             tls.cipherSuiteValues = [.TLS_RSA_WITH_AES_128_GCM_SHA256]
         }
-        let store = try Pins.store([Pins.entry("pki/localhost-rsa.pem")],
-                                   exceptions: Self.forEveryLeafName { TransportSecurityException(domain: $0, requiresForwardSecrecy: false) })
+        let store = try Pins.store([Pins.entry("pki/localhost-rsa-dnsonly.pem")],
+                                   exceptions: [TransportSecurityException(domain: "localhost", requiresForwardSecrecy: false)])
         let result = try await get(store, server)
         #expect(throws: (any Error).self) { try result.get() }
         #expect(server.receivedBytes == 0)
     }
 
     @Test func pinnedConfigurationOffersOnlyForwardSecretSuitesFromTLS12() throws {
-        let configuration = try HTTPClient.Configuration.pinned(by: try Pins.store([Pins.entry("pki/localhost.pem")]), tlsConfiguration: Pins.tls())
+        let configuration = try HTTPClient.Configuration.pinned(by: try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")]), tlsConfiguration: Pins.tls())
         let tls = try #require(configuration.tlsConfiguration)
         #expect(tls.minimumTLSVersion == .tlsv12)
         #expect(!tls.cipherSuites.contains("TLS_RSA_WITH"))

@@ -6,6 +6,7 @@ import PinStore
 import PinStoreAsyncHTTPClient
 import PinStoreDevServer
 import PinStoreTestSupport
+import Testing
 
 /// Stores, lists and clients the AsyncHTTPClient tests share.
 enum Pins {
@@ -24,18 +25,36 @@ enum Pins {
 
     /// A store whose only pins are `entries`, shipped as its fallback list (fallback signatures
     /// are not checked); updates go to `serviceURL`.
+    /// `useChallenge` says the list at `serviceURL` is served in challenge mode.
     static func store(_ entries: [FingerprintEntry] = [], serviceURL: URL = URL(string: "http://127.0.0.1:1/unused")!,
-                      expectedCommonNames: [String]? = nil, exceptions: [TransportSecurityException] = []) throws -> PinStore {
+                      useChallenge: Bool = false, expectedCommonNames: [String]? = nil,
+                      exceptions: [TransportSecurityException] = [], policies: [PinPolicy] = [],
+                      enforcement: PinStore.Configuration.Enforcement = .enforced) throws -> PinStore {
         let fallback = entries.isEmpty ? nil : try unsignedList(entries)
         var configuration = PinStore.Configuration(
             serviceURL: serviceURL,
             publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
+            useChallenge: useChallenge,
             expectedCommonNames: expectedCommonNames,
             fallbackData: fallback,
             storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-ahc-\(UUID().uuidString)"),
-            requestTimeout: 5)
+            requestTimeout: 5,
+            policies: policies)
         configuration.transportSecurityExceptions = exceptions
+        configuration.enforcement = enforcement
         return try PinStore(configuration: configuration)
+    }
+
+    /// A list server on 127.0.0.1 in challenge mode: it answers `entries` with `domainsConfig`
+    /// (a JSON object, e.g. `{"sslPinningRequiredForUnlisted": false}`) as the body's first
+    /// member, signed over each request's challenge with the fixture list-signing key.
+    static func challengeListServer(_ entries: [FingerprintEntry], domainsConfig: String) async throws -> ListServer {
+        // 2026-01-01T00:00:00Z, the timestamp of lists/challenge-good.json.
+        var body = String(decoding: try FingerprintListSigner.challengeModeBody(entries, timestamp: 1_767_225_600), as: UTF8.self)
+        let brace = try #require(body.firstIndex(of: "{"))
+        body.replaceSubrange(brace...brace, with: "{\"domainsConfig\": \(domainsConfig), ")
+        let key = try P256PrivateKey(pem: TestResources.fixtureText("keys/list-signing.key.pem"))
+        return try await ListServer.start(responder: ListResponders.challengeList(body: Data(body.utf8), signingKey: key))
     }
 
     private static func unsignedList(_ entries: [FingerprintEntry]) throws -> Data {
@@ -45,10 +64,14 @@ enum Pins {
         return try JSONSerialization.data(withJSONObject: ["fingerprints": items])
     }
 
-    /// A pinned client trusting the test root CA.
-    static func client(_ store: PinStore, updateOnEmpty: Bool = true, updateOnMismatch: Bool = true) throws -> HTTPClient {
+    /// A pinned client trusting the test root CA. `localhost` and every name in `loopbackNames`
+    /// resolve to 127.0.0.1, where the test servers listen (IPv4 only): the request still asks
+    /// for the name, in SNI and in the host-name check.
+    static func client(_ store: PinStore, updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
+                       loopbackNames: [String] = []) throws -> HTTPClient {
         var configuration = try HTTPClient.Configuration.pinned(by: store, tlsConfiguration: tls(), updateOnEmpty: updateOnEmpty,
                                                                 updateOnMismatch: updateOnMismatch)
+        configuration.dnsOverride = loopbackOverride(loopbackNames)
         // The pin check (and the list download an unknown host triggers) runs inside the
         // connect: AsyncHTTPClient's 10 s default ran out under AddressSanitizer with every
         // suite running at once on two cores.
@@ -58,14 +81,20 @@ enum Pins {
         return client
     }
 
+    /// `dnsOverride` sending `localhost` and `names` to 127.0.0.1.
+    static func loopbackOverride(_ names: [String] = []) -> [String: String] {
+        Dictionary((["localhost"] + names).map { ($0, "127.0.0.1") }, uniquingKeysWith: { first, _ in first })
+    }
+
     /// Every client made here, for the life of the test process: AsyncHTTPClient traps when a
     /// client is deallocated before `shutdown()`, so a test that throws before reaching its
     /// shutdown would otherwise end the whole test run instead of failing alone.
     private static let keptAlive = Locked<[HTTPClient]>([])
 
-    /// GET `path` on `server` and the body as text.
-    static func get(_ client: HTTPClient, _ server: LoopbackHTTPSServer, _ path: String = "/hello") async throws -> (HTTPClientResponse, String) {
-        let response = try await client.execute(HTTPClientRequest(url: server.baseURL + path), timeout: .seconds(20))
+    /// GET `path` on `server`, asking for `host` (`localhost` by default), and the body as text.
+    static func get(_ client: HTTPClient, _ server: LoopbackHTTPSServer, _ path: String = "/hello",
+                    host: String = "localhost") async throws -> (HTTPClientResponse, String) {
+        let response = try await client.execute(HTTPClientRequest(url: "https://\(host):\(server.port)" + path), timeout: .seconds(20))
         let body = try await response.body.collect(upTo: 1 << 20)
         return (response, String(buffer: body))
     }
@@ -117,4 +146,12 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         try? await Task.sleep(for: .milliseconds(10))
     }
     return condition()
+}
+
+extension Result {
+    /// The error of a failure, nil for a success.
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
 }
