@@ -128,8 +128,8 @@ func asyncHTTPClientBenchmarkRows(requests: Int = 300, samples: Int = 7) async t
     let serverGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let connections = SharedCount()
-    let server = try startKeepAliveServer(group: serverGroup, chain: "pki/localhost-chain.pem", key: "pki/localhost.key.pem", connections: connections)
-    let impostor = try startKeepAliveServer(group: serverGroup, chain: "pki/attacker-chain.pem", key: "pki/attacker.key.pem", connections: SharedCount())
+    let server = try startKeepAliveServer(group: serverGroup, chain: "pki/localhost-dnsonly-chain.pem", key: "pki/localhost-dnsonly.key.pem", connections: connections)
+    let impostor = try startKeepAliveServer(group: serverGroup, chain: "pki/attacker-dnsonly-chain.pem", key: "pki/attacker-dnsonly.key.pem", connections: SharedCount())
     guard let port = server.localAddress?.port, let impostorPort = impostor.localAddress?.port else {
         throw AHCBenchmarkError(description: "no port")
     }
@@ -142,14 +142,14 @@ func asyncHTTPClientBenchmarkRows(requests: Int = 300, samples: Int = 7) async t
     var baselineConfiguration = HTTPClient.Configuration(tlsConfiguration: tls)
     baselineConfiguration.connectionPool.retryConnectionEstablishment = false
     var pinnedConfiguration = baselineConfiguration
-    let pins = try store(pinning: "pki/localhost.pem", identifier: "ahc")
+    let pins = try store(pinning: "pki/localhost-dnsonly.pem", identifier: "ahc")
     try pinnedConfiguration.pin(with: pins)
     let baseline = HTTPClient(eventLoopGroupProvider: .shared(clientGroup), configuration: baselineConfiguration)
     let pinned = HTTPClient(eventLoopGroupProvider: .shared(clientGroup), configuration: pinnedConfiguration)
 
     // Sanity: the pinned configuration really pins (a store without the pin refuses).
     var refusingConfiguration = baselineConfiguration
-    try refusingConfiguration.pin(with: try store(pinning: "pki/attacker.pem", identifier: "ahc-refusing"), updateOnMismatch: false)
+    try refusingConfiguration.pin(with: try store(pinning: "pki/attacker-dnsonly.pem", identifier: "ahc-refusing"), updateOnMismatch: false)
     let refusing = HTTPClient(eventLoopGroupProvider: .shared(clientGroup), configuration: refusingConfiguration)
     if (try? await get(refusing, url)) != nil {
         throw AHCBenchmarkError(description: "a store pinning another certificate accepted the server")

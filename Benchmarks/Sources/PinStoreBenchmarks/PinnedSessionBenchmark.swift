@@ -85,8 +85,8 @@ final class LoopbackNginx {
             sendfile on;
             server {
                 listen 127.0.0.1:\(port) ssl;
-                ssl_certificate \(fixtures.path)/pki/localhost-chain.pem;
-                ssl_certificate_key \(fixtures.path)/pki/localhost.key.pem;
+                ssl_certificate \(fixtures.path)/pki/localhost-dnsonly-chain.pem;
+                ssl_certificate_key \(fixtures.path)/pki/localhost-dnsonly.key.pem;
                 ssl_session_cache off;
                 ssl_session_tickets off;
                 root \(www.path);
@@ -297,8 +297,16 @@ func pinnedBenchmarkStore(trustSystem: Bool = false) throws -> PinStore {
         publicKey: try String(contentsOf: fixtures.appendingPathComponent("keys/list-signing.pub.b64"), encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines),
         identifier: "pinned-session-bench",
-        fallbackData: try Data(contentsOf: fixtures.appendingPathComponent("lists/static-good.json")),
+        fallbackData: try dnsOnlyLocalhostFallback(),
         storageDirectory: scratchDirectory()))
+}
+
+/// A fallback list pinning `localhost` to the DNS-only localhost leaf nginx serves (a leaf
+/// naming 127.0.0.1 would be refused by pinned AsyncHTTPClient: swift-nio-ssl accepts it for
+/// any host). Fallback lists are not signature-checked.
+func dnsOnlyLocalhostFallback() throws -> Data {
+    let leaf = try X509Certificate.certificates(pem: String(contentsOf: fixtures.appendingPathComponent("pki/localhost-dnsonly.pem"), encoding: .utf8))[0]
+    return Data(#"{"fingerprints": [{"name": "localhost", "fingerprint": "\#(leaf.fingerprintBase64)", "expires": 4102444799}]}"#.utf8)
 }
 
 /// Child mode: one delegate-based data task for `url` (pinned) or one `download(from:)`
