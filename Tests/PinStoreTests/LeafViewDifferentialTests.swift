@@ -33,16 +33,23 @@ import Testing
         ("wildcard", "intermediate-ca"),           // DNS:*.pinstore.test
         ("api-p256", "intermediate-ca"),           // DNS:api.pinstore.test
         ("wrong-host", "intermediate-ca"),         // DNS:wrong.pinstore.test
+        ("ip-only", "intermediate-ca"),            // IP:127.0.0.1
+        ("www-and-ip", "intermediate-ca"),         // DNS:www.example.com, IP:127.0.0.1
+        ("wildcard-example", "intermediate-ca"),   // DNS:*.example.com
+        ("api-example", "intermediate-ca"),        // DNS:api.example.com
     ]
     static let certificates = leaves.map(\.name) + ["intermediate-ca", "other-intermediate-ca"]
     static let names = ["localhost", "127.0.0.1", "api.pinstore.test", "www.pinstore.test", "*.pinstore.test",
-                        "wrong.pinstore.test", "pinstore.test", "other.example"]
+                        "wrong.pinstore.test", "pinstore.test", "other.example", "api.example.com", "www.example.com",
+                        "*.example.com", "0:0::1"]
     static let policyDomains: [(String, Bool)] = [("localhost", false), ("*.pinstore.test", false), ("**.pinstore.test", false),
                                                   ("pinstore.test", true), ("api.pinstore.test", false), ("127.0.0.1", false),
-                                                  ("www.pinstore.test", false)]
+                                                  ("www.pinstore.test", false), ("*.example.com", false), ("api.example.com", false),
+                                                  ("example.com", true)]
     /// Hosts a leaf naming the peer's address may be presented for: any at all.
     static let anyHosts = ["localhost", "LocalHost.", "127.0.0.1", "api.pinstore.test", "www.pinstore.test", "x.pinstore.test",
-                           "wrong.pinstore.test", "other.example", "unpinned.example"]
+                           "wrong.pinstore.test", "other.example", "unpinned.example", "api.example.com", "WWW.example.com.",
+                           "[::1]", "0:0::1"]
     static let now = ChainValidatorTests.now
     static let timestamp: Int64 = 1_893_456_000
 
