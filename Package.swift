@@ -4,7 +4,9 @@ import PackageDescription
 
 let package = Package(
     name: "PinStore",
-    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
+    // macOS only among Apple's platforms: iOS, tvOS and watchOS have no system OpenSSL to link. Linux
+    // needs no entry (SwiftPM builds every package there).
+    platforms: [.macOS(.v13)],
     products: [
         // The core: signed list, store, validation. Depends on OpenSSL, swift-log, swift-metrics and
         // swift-service-lifecycle only.
