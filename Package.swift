@@ -1,5 +1,5 @@
 // swift-tools-version:6.1
-// PinStore: dynamic certificate-fingerprint pinning for Swift on Linux and Apple platforms.
+// PinStore: dynamic certificate-fingerprint pinning for Swift on Linux and macOS.
 import PackageDescription
 
 let package = Package(
