@@ -103,17 +103,17 @@ extension HTTPClient.Configuration {
     public mutating func pin(with store: PinStore, eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
                              updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
                              logger: Logger? = nil) throws(PinnedHTTPClientError) {
-        // AsyncHTTPClient picks its TLS per event loop: swift-nio-ssl where NIOPosix's
-        // ClientBootstrap accepts the loop, Network.framework on NIOTransportServices' loops.
-        guard ClientBootstrap(validatingGroup: eventLoopGroup.any()) != nil else {
-            throw .unsupportedEventLoopGroup(eventLoopGroup)
-        }
         if let tls = tlsConfiguration {
             switch tls.certificateVerification {
             case .fullVerification: break
             case .none: throw .certificateVerificationDisabled
             default: throw .hostnameVerificationDisabled
             }
+        }
+        // AsyncHTTPClient picks its TLS per event loop: swift-nio-ssl where NIOPosix's
+        // ClientBootstrap accepts the loop, Network.framework on NIOTransportServices' loops.
+        guard ClientBootstrap(validatingGroup: eventLoopGroup.any()) != nil else {
+            throw .unsupportedEventLoopGroup(eventLoopGroup)
         }
         // One TLS configuration serves every host: the lowest version any host may use, and
         // forward secrecy for all (the negotiated suite is invisible afterwards).

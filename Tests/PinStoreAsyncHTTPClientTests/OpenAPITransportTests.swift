@@ -29,7 +29,8 @@ import Testing
     @Test func generatedClientOnThePinnedTransportReachesThePinnedServer() async throws {
         let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
         let store = try Pins.store([Pins.entry("pki/localhost.pem")])
-        let pinnedClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: try .pinned(by: store, tlsConfiguration: Pins.tls()))
+        let pinnedClient = HTTPClient(eventLoopGroup: Pins.group,
+                                      configuration: try .pinned(by: store, eventLoopGroup: Pins.group, tlsConfiguration: Pins.tls()))
         let client = HelloClient(serverURL: URL(string: server.baseURL)!,
                                  transport: AsyncHTTPClientTransport(configuration: .init(client: pinnedClient)))
         let text = try await client.getHello()
@@ -41,8 +42,9 @@ import Testing
     @Test func generatedClientOnThePinnedTransportIsRefusedByAnImpostor() async throws {
         let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-chain.pem"], key: "pki/attacker.key.pem")
         let store = try Pins.store([Pins.entry("pki/localhost.pem")])
-        let pinnedClient = HTTPClient(eventLoopGroupProvider: .singleton,
-                                      configuration: try .pinned(by: store, tlsConfiguration: Pins.tls(), updateOnMismatch: false))
+        let pinnedClient = HTTPClient(eventLoopGroup: Pins.group,
+                                      configuration: try .pinned(by: store, eventLoopGroup: Pins.group, tlsConfiguration: Pins.tls(),
+                                                                 updateOnMismatch: false))
         let client = HelloClient(serverURL: URL(string: server.baseURL)!,
                                  transport: AsyncHTTPClientTransport(configuration: .init(client: pinnedClient)))
         // (A generated client wraps it in OpenAPIRuntime's ClientError, as `underlyingError`.)

@@ -40,13 +40,20 @@ import Testing
         #expect(viaClient?.code == .unsupportedEventLoopGroup)
     }
 
+    @Test func asyncHTTPClientsDefaultGroupIsPinnableWhereItIsNIOPosix() throws {
+        var configuration = HTTPClient.Configuration()
+        #if canImport(Network)
+        // macOS: the default is NIOTransportServices' group (TLS in Network.framework).
+        let error = #expect(throws: PinnedHTTPClientError.self) { try configuration.pin(with: try Pins.store()) }
+        #expect(error?.code == .unsupportedEventLoopGroup)
+        #else
+        try configuration.pin(with: try Pins.store())
+        #expect(configuration.http1_1ConnectionDebugInitializer != nil)
+        #endif
+    }
+
     @Test func nioPosixGroupsArePinnable() throws {
         let store = try Pins.store()
-        // AsyncHTTPClient's default group is NIOPosix's on Linux (NIOTransportServices' on macOS,
-        // where this call throws instead).
-        var configuration = HTTPClient.Configuration()
-        try configuration.pin(with: store)
-        #expect(configuration.http1_1ConnectionDebugInitializer != nil)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { try? group.syncShutdownGracefully() }
         _ = try HTTPClient.Configuration.pinned(by: store, eventLoopGroup: group)
