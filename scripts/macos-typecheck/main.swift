@@ -110,6 +110,32 @@ for line in yaml.split(separator: "\n") where line.hasPrefix("  \"C.") {
 }
 knownModules.formUnion(["COpenSSL", "CPinStoreShims", "CPinStoreTestSupport"])
 
+// The check must be able to fail: a canary must come out as a Mac's view, with its Glibc-only
+// name reported, or nothing below can be trusted (a configuration answering false everywhere
+// would blank whole files and pass).
+let canaryRoot = "\(work)/canary"
+let canarySource = """
+    #if os(macOS) && canImport(Darwin) && canImport(Security) && !canImport(Glibc) && !canImport(FoundationNetworking)
+    let resolvedAsMacOS = 1
+    #else
+    let resolvedAsSomethingElse = 1
+    #endif
+    func modified(_ info: stat) -> Int { info.st_mtim.tv_sec }
+
+    """
+try FileManager.default.createDirectory(atPath: canaryRoot, withIntermediateDirectories: true)
+try canarySource.write(toFile: "\(canaryRoot)/Canary.swift", atomically: true, encoding: .utf8)
+let canaryProblems = makeMacOSViews(of: ["\(canaryRoot)/Canary.swift"], root: canaryRoot, out: "\(canaryRoot)/view",
+                                    packageModules: [])
+let canaryView = (try? String(contentsOfFile: "\(canaryRoot)/view/Canary.swift", encoding: .utf8)) ?? ""
+guard canaryView.contains("let resolvedAsMacOS"), !canaryView.contains("resolvedAsSomethingElse"),
+      canaryProblems.count == 1, canaryProblems[0].contains("'st_mtim'") else {
+    print("error: the macOS view's self-check failed: the canary was not resolved as a Mac resolves it")
+    print(canaryView)
+    canaryProblems.forEach { print($0) }
+    exit(1)
+}
+
 try? FileManager.default.removeItem(atPath: "\(work)/view")
 try FileManager.default.createDirectory(atPath: "\(work)/Modules", withIntermediateDirectories: true)
 
