@@ -113,7 +113,11 @@ final class MacOSViewMaker: SyntaxVisitor {
     }
 
     override func visit(_ node: IfConfigClauseSyntax) -> SyntaxVisitorContinueKind {
-        inactiveClauses.contains(node.id) ? .skipChildren : .visitChildren
+        // Only the active clause's code is the view; its condition may name Linux's modules.
+        if !inactiveClauses.contains(node.id), let elements = node.elements {
+            walk(elements)
+        }
+        return .skipChildren
     }
 
     override func visit(_ node: ImportDeclSyntax) -> SyntaxVisitorContinueKind {
