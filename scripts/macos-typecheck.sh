@@ -14,12 +14,11 @@ package=$PWD
 
 # SwiftPM's build description and the Linux modules of the dependencies (incremental: a no-op
 # after `swift test`).
-swift build --build-tests >/dev/null
-bin=$(swift build --build-tests --show-bin-path)
-description=$(dirname "$(dirname "$bin")")/debug.yaml
-
 work=$package/.build/macos-typecheck
 mkdir -p "$work/stubs" "$work/tool"
+swift build --build-tests > "$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+bin=$(swift build --build-tests --show-bin-path)
+description=$(dirname "$(dirname "$bin")")/debug.yaml
 
 # The toolchain's own swift-syntax (the compiler's #if evaluator), shipped for macro plugins.
 swiftc_path=$(command -v swiftc)
@@ -33,7 +32,7 @@ fi
 # The tool and the stubs are rebuilt only when their sources change.
 here=$package/scripts/macos-typecheck
 stamp=$(cat "$here"/*.swift "$here"/stubs/*.swift | sha256sum | cut -c1-16)
-if [ "$(cat "$work/stamp" 2>/dev/null)" != "$stamp" ]; then
+if [ "$(cat "$work/stamp" 2>/dev/null)" != "$stamp" ] || [ ! -x "$work/tool/macos-typecheck" ]; then
     swiftc -O -I "$host" -L "$host" -lSwiftIfConfig -lSwiftParser -lSwiftSyntax -lSwiftDiagnostics -lSwiftOperators \
         -Xlinker -rpath -Xlinker "$host" "$here/main.swift" "$here/MacOSView.swift" -o "$work/tool/macos-typecheck"
     rm -rf "$work/stubs" && mkdir -p "$work/stubs"
