@@ -1,10 +1,12 @@
 // swift-tools-version:6.1
-// PinStore: dynamic certificate-fingerprint pinning for Swift on Linux and Apple platforms.
+// PinStore: dynamic certificate-fingerprint pinning for Swift on Linux and macOS.
 import PackageDescription
 
 let package = Package(
     name: "PinStore",
-    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
+    // macOS only among Apple's platforms: iOS, tvOS and watchOS have no system OpenSSL to link. Linux
+    // needs no entry (SwiftPM builds every package there).
+    platforms: [.macOS(.v13)],
     products: [
         // The core: signed list, store, validation. Depends on OpenSSL, swift-log, swift-metrics and
         // swift-service-lifecycle only.
@@ -102,6 +104,7 @@ let package = Package(
                 "PinStoreDevServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
@@ -151,6 +154,7 @@ let package = Package(
                 "PinStore", "PinStoreAsyncHTTPClient", "PinStoreNIO", "PinStoreDevServer", "PinStoreTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Logging
 import NIOCore
+import NIOPosix
 import NIOSSL
 import PinStore
 import PinStoreNIO
@@ -14,10 +15,17 @@ extension HTTPClient.Configuration {
     /// let response = try await client.execute(HTTPClientRequest(url: "https://api.example.com/v1/items"), timeout: .seconds(30))
     /// ```
     ///
-    /// See ``pin(with:updateOnEmpty:updateOnMismatch:logger:)`` for what is checked and when.
+    /// See ``pin(with:eventLoopGroup:updateOnEmpty:updateOnMismatch:logger:)`` for what is
+    /// checked and when. On macOS, AsyncHTTPClient's default group runs TLS in Network.framework,
+    /// where nothing can be pinned, so there the call above throws
+    /// ``PinnedHTTPClientError/Code/unsupportedEventLoopGroup``: use
+    /// ``AsyncHTTPClient/HTTPClient/init(pinnedBy:eventLoopGroup:configuration:updateOnEmpty:updateOnMismatch:logger:)``,
+    /// which runs on `MultiThreadedEventLoopGroup.singleton` on every platform.
     ///
     /// - Parameters:
     ///   - store: The pins.
+    ///   - eventLoopGroup: The group the client will run on (pass the same one to `HTTPClient`).
+    ///     The default is AsyncHTTPClient's, the group of `.singleton` and `HTTPClient(configuration:)`.
     ///   - tlsConfiguration: The TLS settings; its `trustRoots` are the anchors of the default
     ///     verification (the system store unless set, for instance `.certificates([privateCA])`).
     ///   - updateOnEmpty: Whether a connection to a host without pins first waits for one
@@ -26,12 +34,15 @@ extension HTTPClient.Configuration {
     ///     is picked up at the first connection to the new certificate.
     ///   - logger: Where refusals are logged (at debug).
     /// - Throws: ``PinnedHTTPClientError`` when `tlsConfiguration` does not run the full default
-    ///   verification.
-    public static func pinned(by store: PinStore, tlsConfiguration: TLSConfiguration = .makeClientConfiguration(),
+    ///   verification, or when AsyncHTTPClient would not run TLS on `eventLoopGroup` through
+    ///   swift-nio-ssl (NIOTransportServices on macOS).
+    public static func pinned(by store: PinStore, eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
+                              tlsConfiguration: TLSConfiguration = .makeClientConfiguration(),
                               updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
                               logger: Logger? = nil) throws(PinnedHTTPClientError) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration(tlsConfiguration: tlsConfiguration)
-        try configuration.pin(with: store, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch, logger: logger)
+        try configuration.pin(with: store, eventLoopGroup: eventLoopGroup, updateOnEmpty: updateOnEmpty,
+                              updateOnMismatch: updateOnMismatch, logger: logger)
         return configuration
     }
 
@@ -44,6 +55,12 @@ extension HTTPClient.Configuration {
     /// try configuration.pin(with: store)
     /// let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     /// ```
+    ///
+    /// The pin check needs swift-nio-ssl to do the handshake: AsyncHTTPClient does so on NIOPosix
+    /// event loops (`MultiThreadedEventLoopGroup`), and on NIOTransportServices' (macOS's default,
+    /// TLS in Network.framework) it does not, so the check would see no certificate and refuse
+    /// every request. This throws instead, at configuration time, when `eventLoopGroup` is such
+    /// a group. On macOS, pass `MultiThreadedEventLoopGroup.singleton` here and to `HTTPClient`.
     ///
     /// AsyncHTTPClient keeps its default verification (chain to `trustRoots`, dates, host name)
     /// and then runs the pin check on every new HTTP/1.1 and HTTP/2 connection, before any
@@ -73,10 +90,20 @@ extension HTTPClient.Configuration {
     /// (use PinStoreNIO for such a host). The leaf's key size and signature digest are checked in
     /// the initializer; the certificates above the leaf are not visible to it.
     ///
+    /// - Parameters:
+    ///   - store: The pins.
+    ///   - eventLoopGroup: The group the client will run on (pass the same one to `HTTPClient`).
+    ///     The default is AsyncHTTPClient's, the group of `.singleton` and `HTTPClient(configuration:)`.
+    ///   - updateOnEmpty: Whether a connection to a host without pins first waits for one
+    ///     rate-limited list update.
+    ///   - updateOnMismatch: The same after a pin mismatch.
+    ///   - logger: Where refusals are logged (at debug).
     /// - Throws: ``PinnedHTTPClientError`` when the TLS configuration does not run the full
     ///   default verification (`certificateVerification` other than `.fullVerification`), or
-    ///   cannot meet the transport minimums.
-    public mutating func pin(with store: PinStore, updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
+    ///   cannot meet the transport minimums, or when AsyncHTTPClient would not do TLS on
+    ///   `eventLoopGroup` through swift-nio-ssl (``PinnedHTTPClientError/Code/unsupportedEventLoopGroup``).
+    public mutating func pin(with store: PinStore, eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
+                             updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
                              logger: Logger? = nil) throws(PinnedHTTPClientError) {
         if let tls = tlsConfiguration {
             switch tls.certificateVerification {
@@ -84,6 +111,11 @@ extension HTTPClient.Configuration {
             case .none: throw .certificateVerificationDisabled
             default: throw .hostnameVerificationDisabled
             }
+        }
+        // AsyncHTTPClient picks its TLS per event loop: swift-nio-ssl where NIOPosix's
+        // ClientBootstrap accepts the loop, Network.framework on NIOTransportServices' loops.
+        guard ClientBootstrap(validatingGroup: eventLoopGroup.any()) != nil else {
+            throw .unsupportedEventLoopGroup(eventLoopGroup)
         }
         // One TLS configuration serves every host: the lowest version any host may use, and
         // forward secrecy for all (the negotiated suite is invisible afterwards).
@@ -98,5 +130,38 @@ extension HTTPClient.Configuration {
         http1_1ConnectionDebugInitializer = connections.initializer(then: http1_1ConnectionDebugInitializer)
         http2ConnectionDebugInitializer = connections.initializer(then: http2ConnectionDebugInitializer)
         connectionPool.retryConnectionEstablishment = false
+    }
+}
+
+extension HTTPClient {
+    /// A client whose every connection is pinned through `store`, on an event loop group where
+    /// swift-nio-ssl does the TLS handshake (so the pin check sees the certificate) on every
+    /// platform, macOS included.
+    ///
+    /// ```swift
+    /// let client = try HTTPClient(pinnedBy: store)
+    /// defer { try? await client.shutdown() }
+    /// let response = try await client.execute(HTTPClientRequest(url: "https://api.example.com/v1/items"), timeout: .seconds(30))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - store: The pins.
+    ///   - eventLoopGroup: The group the client runs on; NIOPosix's shared one unless given.
+    ///   - configuration: The other settings (timeouts, `tlsConfiguration` with `trustRoots`...);
+    ///     pinned here with ``Configuration/pin(with:eventLoopGroup:updateOnEmpty:updateOnMismatch:logger:)``.
+    ///   - updateOnEmpty: Whether a connection to a host without pins first waits for one
+    ///     rate-limited list update.
+    ///   - updateOnMismatch: The same after a pin mismatch.
+    ///   - logger: Where refusals are logged (at debug).
+    /// - Throws: ``PinnedHTTPClientError`` as `pin(with:)` does.
+    public convenience init(pinnedBy store: PinStore,
+                            eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+                            configuration: Configuration = Configuration(),
+                            updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
+                            logger: Logger? = nil) throws(PinnedHTTPClientError) {
+        var configuration = configuration
+        try configuration.pin(with: store, eventLoopGroup: eventLoopGroup, updateOnEmpty: updateOnEmpty,
+                              updateOnMismatch: updateOnMismatch, logger: logger)
+        self.init(eventLoopGroup: eventLoopGroup, configuration: configuration)
     }
 }

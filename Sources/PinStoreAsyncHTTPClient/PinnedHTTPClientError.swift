@@ -1,3 +1,5 @@
+import NIOCore
+
 /// A configuration or connection that pinning an `HTTPClient` cannot allow.
 ///
 /// Pin refusals themselves fail requests with the ``PinStore/PinningFailure`` that says why;
@@ -26,6 +28,10 @@ public struct PinnedHTTPClientError: Error, Sendable, Hashable, CustomStringConv
         /// The TLS configuration cannot meet ATS's transport minimums (a maximum version below
         /// TLS 1.2, cipher suites without a forward-secret one).
         case transportMinimumUnreachable
+        /// AsyncHTTPClient would not run TLS through swift-nio-ssl on the client's event loop
+        /// group (on macOS, NIOTransportServices' groups, `HTTPClient.defaultEventLoopGroup`
+        /// included, do TLS in Network.framework), so the pin check could not see a certificate.
+        case unsupportedEventLoopGroup
     }
 
     /// What went wrong.
@@ -50,6 +56,14 @@ public struct PinnedHTTPClientError: Error, Sendable, Hashable, CustomStringConv
             + "is refused rather than used unpinned. Use https, or another HTTPClient for plain-HTTP endpoints.")
     static let noPeerCertificate = PinnedHTTPClientError(.noPeerCertificate,
         "The TLS connection reported no server certificate, so nothing could be pinned; the connection was closed.")
+
+    static func unsupportedEventLoopGroup(_ group: any EventLoopGroup) -> PinnedHTTPClientError {
+        PinnedHTTPClientError(.unsupportedEventLoopGroup,
+            "AsyncHTTPClient does not run TLS through swift-nio-ssl on \(type(of: group)) (on macOS, HTTPClient's default "
+                + "group and .singleton are NIOTransportServices: TLS in Network.framework), so the pin check would see no "
+                + "certificate and refuse every request. Pin for MultiThreadedEventLoopGroup.singleton (eventLoopGroup: here) "
+                + "and give the client the same group, or use HTTPClient(pinnedBy:), which does both.")
+    }
 
     /// The code and the reason.
     public var description: String { "\(code.rawValue): \(reason)" }

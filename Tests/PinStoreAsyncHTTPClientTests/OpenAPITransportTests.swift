@@ -29,9 +29,9 @@ import Testing
     @Test func generatedClientOnThePinnedTransportReachesThePinnedServer() async throws {
         let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-dnsonly-chain.pem"], key: "pki/localhost-dnsonly.key.pem")
         let store = try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")])
-        var configuration = try HTTPClient.Configuration.pinned(by: store, tlsConfiguration: Pins.tls())
+        var configuration = try HTTPClient.Configuration.pinned(by: store, eventLoopGroup: Pins.group, tlsConfiguration: Pins.tls())
         configuration.dnsOverride = Pins.loopbackOverride()
-        let pinnedClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let pinnedClient = HTTPClient(eventLoopGroup: Pins.group, configuration: configuration)
         let client = HelloClient(serverURL: URL(string: server.baseURL)!,
                                  transport: AsyncHTTPClientTransport(configuration: .init(client: pinnedClient)))
         let text = try await client.getHello()
@@ -43,9 +43,10 @@ import Testing
     @Test func generatedClientOnThePinnedTransportIsRefusedByAnImpostor() async throws {
         let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-dnsonly-chain.pem"], key: "pki/attacker-dnsonly.key.pem")
         let store = try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")])
-        var configuration = try HTTPClient.Configuration.pinned(by: store, tlsConfiguration: Pins.tls(), updateOnMismatch: false)
+        var configuration = try HTTPClient.Configuration.pinned(by: store, eventLoopGroup: Pins.group, tlsConfiguration: Pins.tls(),
+                                                                updateOnMismatch: false)
         configuration.dnsOverride = Pins.loopbackOverride()
-        let pinnedClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let pinnedClient = HTTPClient(eventLoopGroup: Pins.group, configuration: configuration)
         let client = HelloClient(serverURL: URL(string: server.baseURL)!,
                                  transport: AsyncHTTPClientTransport(configuration: .init(client: pinnedClient)))
         // (A generated client wraps it in OpenAPIRuntime's ClientError, as `underlyingError`.)

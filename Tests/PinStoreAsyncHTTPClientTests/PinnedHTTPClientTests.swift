@@ -145,8 +145,8 @@ import Testing
             calls.withLock { $0 += 1 }
             return channel.eventLoop.makeSucceededVoidFuture()
         }
-        try configuration.pin(with: try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")]))
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        try configuration.pin(with: try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")]), eventLoopGroup: Pins.group)
+        let client = HTTPClient(eventLoopGroup: Pins.group, configuration: configuration)
         let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-dnsonly-chain.pem"], key: "pki/localhost-dnsonly.key.pem")
         let (response, _) = try await Pins.get(client, server)
         try await client.shutdown()

@@ -7,7 +7,7 @@ import Testing
 
 /// Report-only mode on a pinned `HTTPClient` (the leaf rule), against real TLS servers on 127.0.0.1.
 @Suite struct ReportOnlyHTTPClientTests {
-    /// A store pinning localhost to `pki/localhost.pem` (fallback), with `enforcement`.
+    /// A store pinning localhost to `pki/localhost-dnsonly.pem` (fallback), with `enforcement`.
     static func store(_ enforcement: PinStore.Configuration.Enforcement) throws -> PinStore {
         var configuration = PinStore.Configuration(
             serviceURL: URL(string: "http://127.0.0.1:1/unused")!,

@@ -115,7 +115,8 @@ import Testing
     }
 
     @Test func pinnedConfigurationOffersOnlyForwardSecretSuitesFromTLS12() throws {
-        let configuration = try HTTPClient.Configuration.pinned(by: try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")]), tlsConfiguration: Pins.tls())
+        let configuration = try HTTPClient.Configuration.pinned(by: try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")]),
+                                                                eventLoopGroup: Pins.group, tlsConfiguration: Pins.tls())
         let tls = try #require(configuration.tlsConfiguration)
         #expect(tls.minimumTLSVersion == .tlsv12)
         #expect(!tls.cipherSuites.contains("TLS_RSA_WITH"))

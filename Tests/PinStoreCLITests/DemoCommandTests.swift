@@ -6,7 +6,9 @@ import Testing
 struct DemoCommandTests {
     static let fixtures = TestResources.fixtures.path
 
-    @Test(arguments: [[], ["--challenge-mode"]])
+    /// `--transport nio` is the macOS default (PinningTLSVerifier on SwiftNIO): run here, it is
+    /// the same code a Mac runs.
+    @Test(arguments: [[], ["--challenge-mode"], ["--transport", "nio"]])
     func demoAllowsThePinnedServerAndRefusesTheImpostor(extra: [String]) async throws {
         let started = Date()
         let result = try await PinstoreBinary.run(["demo", "--fixtures", Self.fixtures] + extra)

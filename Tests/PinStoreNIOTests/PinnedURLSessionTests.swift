@@ -265,7 +265,6 @@ private final class RecordingDelegate: NSObject, URLSessionDataDelegate, @unchec
         events.withLock { $0.append(error == nil ? "complete" : "failed \(String(describing: error))") }
     }
 }
-#endif
 
 @Suite struct PinnedURLSessionOtherSchemesTests {
     @Test func builtInTransportsAreRemovedSoNothingBypassesThePinCheck() throws {
@@ -318,3 +317,4 @@ private final class RecordingDelegate: NSObject, URLSessionDataDelegate, @unchec
         #expect(next.value(forHTTPHeaderField: "Authorization") == "Bearer t")
     }
 }
+#endif

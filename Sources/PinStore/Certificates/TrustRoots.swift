@@ -111,10 +111,9 @@ struct SystemTrustSource: Sendable {
     func stamp() -> [Int64] {
         var values: [Int64] = []
         for path in [file] + directories {
-            var info = stat()
-            if stat(path, &info) == 0 {
-                values += [Int64(info.st_dev), Int64(info.st_ino), Int64(info.st_size),
-                           Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec)]
+            if let info = FileStatus(path: path) {
+                values += [info.device, Int64(truncatingIfNeeded: info.inode), info.size,
+                           info.modificationSeconds, info.modificationNanoseconds]
             } else {
                 values += [-1, -1, -1, -1, -1]
             }

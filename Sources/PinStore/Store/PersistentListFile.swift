@@ -62,17 +62,16 @@ struct PersistentListFile: Sendable {
             throw PinStoreError(.storage, "The store file \(path) could not be opened: \(String(cString: strerror(code)))")
         }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
+        guard let info = FileStatus(descriptor: fd) else {
             throw PinStoreError(.storage, "The store file \(path) could not be examined: \(String(cString: strerror(errno)))")
         }
-        guard info.st_mode & S_IFMT == S_IFREG else {
+        guard info.isRegularFile else {
             throw PinStoreError(.storage, "The store file \(path) is not a regular file; ignoring it.")
         }
-        guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
-            throw PinStoreError(.storage, "The store file \(path) is writable by group or others (mode \(String(info.st_mode & 0o777, radix: 8))); the store writes it 0600, so it was changed by someone else. Ignoring it until the next update replaces it.")
+        guard !info.isWritableByGroupOrOthers else {
+            throw PinStoreError(.storage, "The store file \(path) is writable by group or others (mode \(String(info.mode & 0o777, radix: 8))); the store writes it 0600, so it was changed by someone else. Ignoring it until the next update replaces it.")
         }
-        let size = Int(info.st_size)
+        let size = Int(info.size)
         guard size <= maximumSize else {
             throw PinStoreError(.storage, "The store file \(path) is \(size) bytes, more than a list can be; ignoring it.")
         }
@@ -123,9 +122,8 @@ struct PersistentListFile: Sendable {
         let cutoff = Date().addingTimeInterval(-60)
         for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
             let path = directory.appendingPathComponent(name).path
-            var info = stat()
-            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
-                  Double(info.st_mtim.tv_sec) < cutoff.timeIntervalSince1970 else { continue }
+            guard let info = FileStatus(path: path, followingSymlinks: false), info.isRegularFile,
+                  Double(info.modificationSeconds) < cutoff.timeIntervalSince1970 else { continue }
             unlink(path)
         }
     }
@@ -134,12 +132,11 @@ struct PersistentListFile: Sendable {
     private func warnAboutWritableDirectory(logger: Logger?) {
         guard let logger else { return }
         let directory = url.deletingLastPathComponent().path
-        var info = stat()
-        guard stat(directory, &info) == 0, info.st_mode & (S_IWGRP | S_IWOTH) != 0 else { return }
+        guard let info = FileStatus(path: directory), info.isWritableByGroupOrOthers else { return }
         // A sticky shared folder (/tmp) keeps others from replacing our file, but not from
         // planting one before we create ours.
         logger.warning("the PinStore storage folder is writable by group or others; use a private folder (0700)",
-                       metadata: ["pinstore.folder": "\(directory)", "pinstore.mode": "\(String(info.st_mode & 0o7777, radix: 8))"])
+                       metadata: ["pinstore.folder": "\(directory)", "pinstore.mode": "\(String(info.permissions, radix: 8))"])
     }
 
     /// Replaces the file atomically.

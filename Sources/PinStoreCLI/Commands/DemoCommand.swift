@@ -29,6 +29,9 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(help: "Serve and fetch the list in challenge mode.")
     var challengeMode = false
 
+    @Option(help: "How the pinned requests go out: url-session (Linux's pinned URLSession, the default there) or nio (PinningTLSVerifier on SwiftNIO, the default on macOS).")
+    var transport: DemoTransport = .platformDefault
+
     func run() async throws {
         let started = Date()
         let folder = try DemoFixtures.locate(fixtures)
@@ -87,7 +90,7 @@ struct DemoCommand: AsyncParsableCommand {
         let trustRoots = TrustRoots.anchors([try folder.certificate("pki/root-ca.pem")])
         let realURL = try Self.apiURL(realServer)
         let impostorURL = try Self.apiURL(impostorServer)
-        switch await DemoPinnedRequest.get(realURL, store: store, trustRoots: trustRoots) {
+        switch await DemoPinnedRequest.get(realURL, store: store, trustRoots: trustRoots, transport: transport) {
         case .allowed(let status, let body):
             misbehaved = misbehaved || status != 200
             table.add("real API \(realURL.absoluteString)", "allowed", "HTTP \(status): \(body)")
@@ -96,7 +99,7 @@ struct DemoCommand: AsyncParsableCommand {
             table.add("real API \(realURL.absoluteString)", "REFUSED", "\(reason) (should have been allowed)")
         }
         let impostorRequestsBefore = impostorServer.requestCount
-        switch await DemoPinnedRequest.get(impostorURL, store: store, trustRoots: trustRoots) {
+        switch await DemoPinnedRequest.get(impostorURL, store: store, trustRoots: trustRoots, transport: transport) {
         case .allowed(let status, let body):
             misbehaved = true
             table.add("impostor \(impostorURL.absoluteString)", "ALLOWED", "HTTP \(status): \(body) (should have been refused)")
@@ -206,3 +209,5 @@ struct DemoTable {
         return lines.joined(separator: "\n")
     }
 }
+
+extension DemoTransport: ExpressibleByArgument {}

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOPosix
 import NIOSSL
 import PinStore
 import PinStoreAsyncHTTPClient
@@ -10,6 +11,10 @@ import Testing
 
 /// Stores, lists and clients the AsyncHTTPClient tests share.
 enum Pins {
+    /// The clients' event loop group: NIOPosix's, where AsyncHTTPClient does TLS through
+    /// swift-nio-ssl on every platform (its macOS default, NIOTransportServices, cannot be pinned).
+    static var group: any EventLoopGroup { MultiThreadedEventLoopGroup.singleton }
+
     /// Client TLS settings trusting only the test root CA.
     static func tls() throws -> TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
@@ -69,14 +74,15 @@ enum Pins {
     /// for the name, in SNI and in the host-name check.
     static func client(_ store: PinStore, updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
                        loopbackNames: [String] = []) throws -> HTTPClient {
-        var configuration = try HTTPClient.Configuration.pinned(by: store, tlsConfiguration: tls(), updateOnEmpty: updateOnEmpty,
+        var configuration = try HTTPClient.Configuration.pinned(by: store, eventLoopGroup: group, tlsConfiguration: tls(),
+                                                                updateOnEmpty: updateOnEmpty,
                                                                 updateOnMismatch: updateOnMismatch)
         configuration.dnsOverride = loopbackOverride(loopbackNames)
         // The pin check (and the list download an unknown host triggers) runs inside the
         // connect: AsyncHTTPClient's 10 s default ran out under AddressSanitizer with every
         // suite running at once on two cores.
         configuration.timeout.connect = .seconds(60)
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let client = HTTPClient(eventLoopGroup: group, configuration: configuration)
         keptAlive.withLock { $0.append(client) }
         return client
     }
