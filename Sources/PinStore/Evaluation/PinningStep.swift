@@ -128,7 +128,7 @@ extension PinStore {
             return .deny(PinningFailure(host: host, reason: .chainNotTrusted(
                 ChainValidationError(.hostnameMismatch, depth: 0, detail: HostName.problem(host)))))
         }
-        guard let chain = ValidatedChain(validated: validatedChain) else {
+        guard let chain = ValidatedChain(uncheckedCertificates: validatedChain) else {
             // Never skip the rules for a chain we cannot read: refuse.
             return .deny(PinningFailure(host: host, reason: .chainNotTrusted(ChainValidationError(
                 .malformedCertificate, depth: 0, detail: "The verified chain could not be read back for the pin rules."))))

@@ -43,7 +43,7 @@ extension PinStore {
         let step: PinningStep
         switch Self.platformValidatedChain(trust) {
         case .success(let der):
-            guard let name = try? HostName(host), let chain = ValidatedChain(validated: der) else {
+            guard let name = try? HostName(host), let chain = ValidatedChain(trustEvaluationOutput: der) else {
                 let failure = PinningFailure(host: host, reason: .chainNotTrusted(ChainValidationError(
                     .malformedCertificate, depth: 0, detail: "The host name or the evaluated chain could not be read.")))
                 record(.deny(failure), host: host, port: port)

@@ -111,7 +111,7 @@ public struct PinningEvaluator: Sendable {
         }
         do {
             let der = try validator.validatedDER(chain: presentedChain, hostname: name.text, at: time)
-            guard let chain = ValidatedChain(validated: der) else {
+            guard let chain = ValidatedChain(trustEvaluationOutput: der) else {
                 // OpenSSL accepted a chain we could not read back: refuse rather than pin nothing.
                 return .failure(PinningFailure(host: host, reason: .chainNotTrusted(
                     ChainValidationError(.other, depth: 0, detail: "The verified chain could not be read back."))))

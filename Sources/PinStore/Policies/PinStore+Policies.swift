@@ -4,7 +4,7 @@ extension PinStore {
     /// ``validate(commonName:certificateChain:)`` when static policies or deny pins exist: the
     /// rules of ``PinningRules`` without their relaxations (is the chain pinned?).
     func validateWithPolicies(commonName: String, certificateChain: [Data]) -> ValidationResult {
-        guard let host = try? HostName(commonName), let chain = ValidatedChain(validated: certificateChain) else { return .untrusted }
+        guard let host = try? HostName(commonName), let chain = ValidatedChain(uncheckedCertificates: certificateChain) else { return .untrusted }
         switch pinDecision(host: host, requestedName: commonName, evidence: .validated(chain), relaxing: false) {
         case .allow: return .trusted
         case .deny(let failure) where failure.reason.isNoPinsForHost: return .empty

@@ -290,7 +290,7 @@ public final class PinStore: Sendable {
         return validate(commonName: commonName) { pin in
             if pin.isKeyPin {
                 // Key pins from a list (`"pin": "spki"`): the chain's SPKI digests, read once.
-                let chainKeys = keys ?? ValidatedChain(validated: certificateChain)?.keys ?? []
+                let chainKeys = keys ?? ValidatedChain(uncheckedCertificates: certificateChain)?.keys ?? []
                 keys = chainKeys
                 return PinIndex.keyPin(pin, matches: chainKeys)
             }

@@ -3,8 +3,9 @@ import Foundation
 /// A chain the normal trust evaluation validated (leaf first, anchor last), with the digests
 /// the pin rules compare: each certificate's SHA-256 and its SPKI's SHA-256.
 ///
-/// Made only from the output of ``ChainValidator`` (or the platform's trust evaluation on Apple
-/// platforms) by the pin check itself, so a rule can never be handed a chain as presented.
+/// The evaluator makes it only from the output of ``ChainValidator`` (or the platform's trust
+/// evaluation on Apple platforms), through ``init(trustEvaluationOutput:)``; every other maker
+/// says that it vouches for the chain itself (``init(uncheckedCertificates:)``).
 struct ValidatedChain: Sendable {
     /// DER, leaf first.
     let certificates: [Data]
@@ -23,10 +24,24 @@ struct ValidatedChain: Sendable {
     private static let keyCache = Locked<[Digest32: Digest32]>([:])
     private static let keyCacheLimit = 4_096
 
+    /// The chain a trust evaluation returned: ``ChainValidator``'s output, or `SecTrust`'s on
+    /// Apple platforms. The only way the pinning evaluator makes one.
+    init?(trustEvaluationOutput der: [Data]) {
+        self.init(der)
+    }
+
+    /// A chain the caller says was validated, without proof: the public
+    /// ``PinStore/validate(commonName:certificateChain:)``, and a pooled connection checked again
+    /// with the chain its own decision returned. Loudly named so that no new call site takes a
+    /// presented chain for a validated one by accident.
+    init?(uncheckedCertificates der: [Data]) {
+        self.init(der)
+    }
+
     /// nil when the chain is empty or a certificate does not parse (the caller refuses: a pin
     /// check must never be skipped for a chain it cannot read). Reads only the key of each
     /// certificate (one `d2i_X509` each), never the names and dates: this runs per connection.
-    init?(validated der: [Data]) {
+    private init?(_ der: [Data]) {
         guard !der.isEmpty else { return nil }
         var fingerprints: [Digest32] = []
         var keys: [Digest32] = []
