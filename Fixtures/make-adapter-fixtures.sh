@@ -59,6 +59,7 @@ ADAPTER_FILES=(
   localhost-other-ca-dnsonly expired-dnsonly self-signed-dnsonly localhost-sha1-dnsonly
   localhost-rsa1024-dnsonly localhost-rsa-dnsonly localhost-two-names localhost-rsa1024-two-names
   ip-only www-and-ip wildcard-example api-example bucher-idn bucher-idn-impostor
+  star-only partial-star
 )
 # Forget what an earlier run of this script noted in pki/README.md.
 for name in "${ADAPTER_FILES[@]}"; do
@@ -129,6 +130,9 @@ issue wildcard-example    "*.example.com"       "DNS:*.example.com"             
 issue api-example         api.example.com       "DNS:api.example.com"           $I "$VALID_FROM" "$VALID_TO" p256 sha256
 issue bucher-idn          xn--bcher-kva.example "DNS:xn--bcher-kva.example"     $I "$VALID_FROM" "$VALID_TO" p256 sha256
 issue bucher-idn-impostor xn--bcher-kva.example "DNS:xn--bcher-kva.example"     $I "$VALID_FROM" "$VALID_TO" p256 sha256
+# Wildcards without a parent domain: swift-nio-ssl matches them against every one-label host.
+issue star-only           "*"                   "DNS:*"                         $I "$VALID_FROM" "$VALID_TO" p256 sha256
+issue partial-star        "pay*"                "DNS:pay*"                      $I "$VALID_FROM" "$VALID_TO" p256 sha256
 
 # Check what was made: every leaf verifies as its role says, with exactly the names it should.
 verify() { # leaf untrusted
@@ -154,6 +158,8 @@ for name in "${ADAPTER_FILES[@]}"; do
     wildcard-example) want="DNS:*.example.com" ;;
     api-example) want="DNS:api.example.com" ;;
     bucher-idn|bucher-idn-impostor) want="DNS:xn--bcher-kva.example" ;;
+    star-only) want="DNS:*" ;;
+    partial-star) want="DNS:pay*" ;;
     *) want="DNS:localhost" ;;
   esac
   [[ $(san "$name") == "$want" ]] || fail "$name SAN is $(san "$name"), expected $want"

@@ -64,3 +64,42 @@ import Testing
             .isAllowed)
     }
 }
+
+/// Names written with a scheme, a port or a path can never match a connection: refused where
+/// they are configured, never left to pin nothing.
+@Suite struct HostNameCharacterTests {
+    @Test(arguments: ["api.example.com:443", "https://api.example.com", "api.example.com/", "user@api.example.com", "a,b.example"])
+    func aNameWithCharactersNoHostHasIsRefused(_ name: String) {
+        #expect(throws: PinStoreError.self) { try HostName(name) }
+    }
+
+    @Test func theRefusalSaysToWriteTheHostAlone() {
+        do {
+            _ = try HostName("api.example.com:443")
+            Issue.record("api.example.com:443 was accepted")
+        } catch {
+            #expect(error.reason.contains("without a scheme, port or path"))
+        }
+    }
+
+    @Test func aPolicyDomainWithAPortIsAConfigurationError() {
+        let policy = PinPolicy(domain: "api.example.com:443", pins: [.leafKey(spkiSHA256Base64: PinPolicyTests.backup),
+                                                                    .caKey(spkiSHA256Base64: Data(repeating: 1, count: 32).base64EncodedString())])
+        #expect(throws: PinStoreError.self) { try policy.check() }
+    }
+
+    @Test func anExpectedNameWithASchemeIsAConfigurationError() throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        #expect(throws: PinStoreError.self) {
+            try StoreFixtures.store(ScriptedFetcher.serving(Data()), directory: directory.url, expectedCommonNames: ["https://api.example.com"])
+        }
+    }
+
+    @Test func anIPv6AddressKeepsItsColons() throws {
+        #expect(try HostName("2001:db8::1").text == "2001:db8::1")
+    }
+
+    @Test func anUnderscoreLabelIsAHostName() throws {
+        #expect(try HostName("_service.example.com").text == "_service.example.com")
+    }
+}

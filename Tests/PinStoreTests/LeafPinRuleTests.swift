@@ -136,3 +136,44 @@ import Testing
         #expect(IPAddressText.canonical("localhost") == "localhost")
     }
 }
+
+/// Leaf names the leaf view must never leave undecided (security review of issue 23).
+@Suite struct LeafViewUnusualNameTests {
+    static func store(_ configure: (inout PinStore.Configuration) -> Void = { _ in }) throws -> PinStore {
+        let items: [[String: Any]] = [["name": "payments", "fingerprint": try TestResources.certificate("pki/localhost.pem").fingerprint.base64EncodedString(),
+                                       "expires": 4_102_444_799]]
+        var configuration = try StoreFixtures.configuration(directory: FileManager.default.temporaryDirectory
+            .appendingPathComponent("pinstore-leaf-names-\(UUID().uuidString)"), fallback: try JSONSerialization.data(withJSONObject: ["fingerprints": items]))
+        configure(&configuration)
+        return try PinStore(configuration: configuration, fetcher: ScriptedFetcher.serving(Data()), clock: ManualClock.inValidPeriod())
+    }
+
+    @Test(arguments: ["star-only", "partial-star"])
+    func aWildcardWithoutAParentDomainIsRefusedEvenInReportOnlyMode(_ leaf: String) throws {
+        // swift-nio-ssl matches `*` (and `pay*`) against one-label hosts such as `payments`,
+        // which is pinned to another certificate.
+        let store = try Self.store { $0.enforcement = .reportOnly }
+        let decision = store.leafDecision(leaf: try StoreFixtures.der(leaf), peerAddress: LeafPeer.notInLeaf)
+        guard case .chainNotTrusted(let error)? = decision.failure?.reason else {
+            Issue.record("expected a refusal, got \(decision)")
+            return
+        }
+        #expect(error.reason == .hostnameMismatch)
+    }
+
+    @Test func theChainAwareDecisionRefusesTheSameLeafForAOneLabelHost() throws {
+        // What the leaf view must not be more permissive than: `payments` is pinned to localhost.pem.
+        let store = try Self.store()
+        let chain = try TestResources.chainDER("pki/star-only-chain.pem")
+        #expect(store.pinDecision(host: "payments", validatedChain: chain).failure?.reason == .pinMismatch)
+    }
+
+    @Test func theMadeUpHostUnderAWildcardIsReportedAsTheWildcard() throws {
+        // No pin covers hosts under *.pinstore.test: the failure names the wildcard, not the
+        // label made up to stand for them.
+        let store = try Self.store()
+        let failure = store.leafDecision(leaf: try StoreFixtures.der("wildcard"), peerAddress: LeafPeer.notInLeaf).failure
+        #expect(failure?.reason == .noPinsForHost(updateResult: nil))
+        #expect(failure?.host == "*.pinstore.test")
+    }
+}

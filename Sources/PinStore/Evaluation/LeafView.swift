@@ -50,9 +50,26 @@ struct LeafView: Sendable {
                 ChainValidationError(.malformedCertificate, depth: 0, detail: "The verified leaf's digests could not be computed.")))
         }
         evidence = .leafOnly(.init(der: der, fingerprint: fingerprint, key: key))
-        var names = leaf.dnsNames.compactMap(HostName.lookupKey)
-        if leaf.dnsNames.isEmpty, leaf.ipAddresses.isEmpty, let commonName = leaf.commonName.flatMap(HostName.lookupKey) {
-            names = [commonName]
+        var written = leaf.dnsNames
+        if leaf.dnsNames.isEmpty, leaf.ipAddresses.isEmpty, let commonName = leaf.commonName {
+            written = [commonName]
+        }
+        var names: [String] = []
+        for name in written {
+            // A name we cannot read as a host (an empty label, two trailing dots) may still be
+            // one swift-nio-ssl matches: refuse the leaf rather than leave a host undecided.
+            guard let key = HostName.lookupKey(name) else {
+                throw PinningFailure(host: name, reason: .chainNotTrusted(ChainValidationError(.hostnameMismatch, depth: 0, detail:
+                    "The leaf names \(String(reflecting: name)), which is not a host name this adapter can decide for.")))
+            }
+            // swift-nio-ssl reads `*` and `pay*` (no parent domain) as wildcards matching any
+            // host of one label: no legitimate certificate carries one.
+            let (label, parent) = PinStore.split(key)
+            if label.contains("*"), parent == nil {
+                throw PinningFailure(host: key, reason: .chainNotTrusted(ChainValidationError(.hostnameMismatch, depth: 0, detail:
+                    "The leaf names the wildcard \(String(reflecting: key)) without a parent domain, which matches every one-label host.")))
+            }
+            names.append(key)
         }
         self.names = names
         let addresses = leaf.ipAddresses.map(IPAddressText.canonical)
@@ -114,8 +131,8 @@ extension PinStore {
         }
         let snapshot = pinSnapshot()
         var reported: PinningDecision?
-        for host in representativeHosts(of: view.names, list: snapshot.list, domainsConfig: snapshot.domainsConfig) {
-            let connection = PinningContext(host: host, requestedName: host.text, evidence: view.evidence, list: snapshot.list,
+        for (host, shownAs) in representativeHosts(of: view.names, list: snapshot.list, domainsConfig: snapshot.domainsConfig) {
+            let connection = PinningContext(host: host, requestedName: shownAs, evidence: view.evidence, list: snapshot.list,
                                             fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig, now: snapshot.now)
             let decision = rules.decide(connection)
             switch decision {
@@ -128,27 +145,34 @@ extension PinStore {
     }
 
     /// The hosts whose decisions stand for every host the leaf's `names` can be presented for
-    /// (see the top of this file).
-    func representativeHosts(of names: [String], list: PinIndex?, domainsConfig: DomainsConfig?) -> [HostName] {
-        var hosts: [HostName] = []
+    /// (see the top of this file), each with the name failures show: the host itself, or for
+    /// the one made-up host under a wildcard, the wildcard name (`*.example.com`).
+    func representativeHosts(of names: [String], list: PinIndex?, domainsConfig: DomainsConfig?) -> [(HostName, String)] {
+        var hosts: [(HostName, String)] = []
         var seen: Set<String> = []
-        func add(_ text: String) {
-            if seen.insert(text).inserted { hosts.append(HostName(normalized: text)) }
+        func add(_ text: String, shownAs: String? = nil) {
+            if seen.insert(text).inserted { hosts.append((HostName(normalized: text), shownAs ?? text)) }
         }
-        var knownNames: Set<String>?
+        // Every name a table knows, by parent, built once the first time a wildcard asks: one
+        // pass over the tables per decision, however many wildcard names the leaf has.
+        var knownByParent: [String: [Substring]]?
+        var known: Set<String> = []
         for name in names {
             let (label, parent) = Self.split(name)
             guard label.contains("*"), let parent else {
                 add(name)
                 continue
             }
-            // Every name a table knows, once, the first time a wildcard asks.
-            let known = knownNames ?? self.knownExactNames(list: list, domainsConfig: domainsConfig)
-            knownNames = known
-            let covered = known.filter { candidate in
-                let split = Self.split(candidate)
-                return split.parent == parent && Self.wildcardLabel(label, matches: split.firstLabel)
+            if knownByParent == nil {
+                known = knownExactNames(list: list, domainsConfig: domainsConfig)
+                var byParent: [String: [Substring]] = [:]
+                for candidate in known {
+                    let split = Self.split(candidate)
+                    if let candidateParent = split.parent { byParent[candidateParent, default: []].append(split.firstLabel) }
+                }
+                knownByParent = byParent
             }
+            let covered = (knownByParent?[parent] ?? []).filter { Self.wildcardLabel(label, matches: $0) }.map { "\($0).\(parent)" }
             for candidate in covered.sorted() { add(candidate) }
             // One host no table names: the rules can only match it through patterns.
             let star = label.firstIndex(of: "*") ?? label.startIndex
@@ -159,7 +183,7 @@ extension PinStore {
                 serial += 1
                 fresh = "\(prefix)pinstore-unnamed-host-\(serial)\(suffix).\(parent)"
             }
-            add(fresh)
+            add(fresh, shownAs: name)
         }
         return hosts
     }

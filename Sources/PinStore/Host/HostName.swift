@@ -27,10 +27,25 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// - Throws: ``PinStoreError/Code/invalidHostName`` when `name` can never be a host name
     ///   (see the type's documentation).
     public init(_ name: String) throws(PinStoreError) {
-        guard let key = Self.lookupKey(name) else {
+        guard let key = Self.lookupKey(name), Self.hasHostCharacters(key) else {
             throw PinStoreError(.invalidHostName, Self.problem(name))
         }
         self.text = key
+    }
+
+    /// Whether a lookup key is written only with what a host name or pattern holds (letters,
+    /// digits, `-`, `_`, `.` and `*`), or is an IP address: a name with a port, a scheme or a
+    /// path (`api.example.com:443`, `https://api.example.com`) can never match a connection,
+    /// and a policy or list entry written so would leave its host unpinned without a word.
+    static func hasHostCharacters(_ key: String) -> Bool {
+        let plain = key.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "*"): true
+            default: false
+            }
+        }
+        return plain || IPAddressText.isAddress(key)
     }
 
     /// A name already normalized by ``lookupKey(_:)``.
@@ -49,6 +64,10 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     static func problem(_ name: String) -> String {
         if name.utf8.contains(where: { $0 >= 0x80 }), idnaASCII(name) == nil {
             return "\(String(reflecting: name)) is not a host name: its Unicode has no IDNA (xn--) form."
+        }
+        if let key = lookupKey(name), !hasHostCharacters(key) {
+            return "\(String(reflecting: name)) is not a host name: it has characters no host name has. "
+                + "Write the host alone, without a scheme, port or path (\"api.example.com\", not \"https://api.example.com:443/\")."
         }
         return "\(String(reflecting: name)) is not a host name: it is empty, has an empty label (a leading dot or \"..\"), "
             + "or contains a space or a control character."
@@ -149,6 +168,9 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     static func listEntryProblem(_ name: String) -> String? {
         guard let key = lookupKey(name) else {
             return "the name is empty, has an empty label (a leading dot or \"..\"), or contains spaces or control characters"
+        }
+        guard hasHostCharacters(key) else {
+            return "the name has characters no host name has (a scheme, a port or a path?)"
         }
         guard key.hasPrefix("*.") else { return nil }
         let suffix = key.dropFirst(2)

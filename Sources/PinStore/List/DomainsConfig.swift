@@ -65,7 +65,7 @@ struct DomainsConfig: Sendable, Hashable {
         guard let config = wire.domainsConfig else { return nil }
         var domains: [String: Bool] = [:]
         for (index, domain) in (config.domains ?? []).enumerated() {
-            guard let name = HostName.lookupKey(domain.name) else {
+            guard let name = try? HostName(domain.name).text else {
                 throw PinStoreError(.invalidListData, "domainsConfig.domains[\(index)]: \(String(reflecting: domain.name)) is not a host name.")
             }
             domains[name] = (domains[name] ?? false) || domain.sslPinningRequired

@@ -45,6 +45,9 @@ struct HostPattern: Sendable, Hashable {
         guard let key = HostName.lookupKey(domain) else {
             throw refuse("not a host name (empty, an empty label such as a leading dot, or a space or control character)")
         }
+        guard HostName.hasHostCharacters(key) else {
+            throw refuse("characters no host name has: write the host alone, without a scheme, port or path")
+        }
         var kind: Kind
         var base: Substring
         if key.hasPrefix("**.") {

@@ -129,8 +129,8 @@ extension PinStore {
             guard periodicUpdateInterval > 0, expirationUpdateThreshold >= 0, requestTimeout > 0, maximumListSize > 0 else {
                 throw PinStoreError(.invalidConfiguration, "periodicUpdateInterval, requestTimeout and maximumListSize must be positive, expirationUpdateThreshold not negative.")
             }
-            if let bad = expectedCommonNames?.first(where: { HostName.lookupKey($0) == nil }) {
-                throw PinStoreError(.invalidConfiguration, "expectedCommonNames: \(String(reflecting: bad)) is not a host name (empty, an empty label such as a leading dot, or a control character).")
+            if let bad = expectedCommonNames?.first(where: { (try? HostName($0)) == nil }) {
+                throw PinStoreError(.invalidConfiguration, "expectedCommonNames: \(HostName.problem(bad))")
             }
             // The fallback's entries and parse die here: only the index leaves.
             var fallback = PinIndex.empty
