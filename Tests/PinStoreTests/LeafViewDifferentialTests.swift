@@ -37,11 +37,13 @@ import Testing
         ("www-and-ip", "intermediate-ca"),         // DNS:www.example.com, IP:127.0.0.1
         ("wildcard-example", "intermediate-ca"),   // DNS:*.example.com
         ("api-example", "intermediate-ca"),        // DNS:api.example.com
+        ("star-only", "intermediate-ca"),          // DNS:* (any one-label host for swift-nio-ssl)
+        ("partial-star", "intermediate-ca"),       // DNS:pay*
     ]
     static let certificates = leaves.map(\.name) + ["intermediate-ca", "other-intermediate-ca"]
     static let names = ["localhost", "127.0.0.1", "api.pinstore.test", "www.pinstore.test", "*.pinstore.test",
                         "wrong.pinstore.test", "pinstore.test", "other.example", "api.example.com", "www.example.com",
-                        "*.example.com", "0:0::1"]
+                        "*.example.com", "0:0::1", "payments"]
     static let policyDomains: [(String, Bool)] = [("localhost", false), ("*.pinstore.test", false), ("**.pinstore.test", false),
                                                   ("pinstore.test", true), ("api.pinstore.test", false), ("127.0.0.1", false),
                                                   ("www.pinstore.test", false), ("*.example.com", false), ("api.example.com", false),
@@ -49,7 +51,7 @@ import Testing
     /// Hosts a leaf naming the peer's address may be presented for: any at all.
     static let anyHosts = ["localhost", "LocalHost.", "127.0.0.1", "api.pinstore.test", "www.pinstore.test", "x.pinstore.test",
                            "wrong.pinstore.test", "other.example", "unpinned.example", "api.example.com", "WWW.example.com.",
-                           "[::1]", "0:0::1"]
+                           "[::1]", "0:0::1", "payments"]
     static let now = ChainValidatorTests.now
     static let timestamp: Int64 = 1_893_456_000
 
@@ -160,7 +162,11 @@ import Testing
         }
         var hosts: [String] = []
         for name in leaf.dnsNames {
-            if name.hasPrefix("*.") {
+            if !name.contains("."), name.contains("*") {
+                // No parent domain: swift-nio-ssl matches one-label hosts.
+                let prefix = name.prefix { $0 != "*" }
+                hosts += ["payments", "localhost", "pay"].filter { $0.hasPrefix(prefix) }
+            } else if name.hasPrefix("*.") {
                 let parent = name.dropFirst(2)
                 hosts += ["api", "www", "wrong", "x", "h\(UInt16.random(in: 0...UInt16.max, using: &rng))"].map { "\($0).\(parent)" }
             } else {
