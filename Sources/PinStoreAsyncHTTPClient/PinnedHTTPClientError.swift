@@ -52,8 +52,10 @@ public struct PinnedHTTPClientError: Error, Sendable, Hashable, CustomStringConv
         "The TLSConfiguration does not check the host name (certificateVerification is not .fullVerification). "
             + "The pinned HTTPClient decides from the leaf certificate and relies on that check: use .fullVerification.")
     static let unencryptedConnection = PinnedHTTPClientError(.unencryptedConnection,
-        "The pinned HTTPClient opened a connection without TLS (an http:// URL): there is no certificate to pin, so it "
-            + "is refused rather than used unpinned. Use https, or another HTTPClient for plain-HTTP endpoints.")
+        "The pinned HTTPClient found no swift-nio-ssl handler on a connection: either the URL is http:// (there is no "
+            + "certificate to pin, so it is refused rather than used unpinned: use https, or another HTTPClient for plain-HTTP "
+            + "endpoints), or the client runs on an event loop group whose TLS is not swift-nio-ssl's (NIOTransportServices, "
+            + "macOS's default): create the HTTPClient on the group the configuration was pinned for (HTTPClient(pinnedBy:)).")
     static let noPeerCertificate = PinnedHTTPClientError(.noPeerCertificate,
         "The TLS connection reported no server certificate, so nothing could be pinned; the connection was closed.")
 
