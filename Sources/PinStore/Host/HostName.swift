@@ -82,10 +82,10 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
         // which keeps `validate` as fast as it was before names were checked.
         let scan = name.utf8.withContiguousStorageIfAvailable(scanBytes) ?? scanBytes(Array(name.utf8))
         switch scan {
-        case .invalid: return nil
         case .clean: return name
-        case .needsNormalizing:
-            guard name.utf8.contains(where: { $0 >= 0x80 }) else { return normalized(name) }
+        case .needsNormalizing: return normalized(name)
+        case .invalid:
+            guard name.utf8.contains(where: { $0 >= 0x80 }) else { return nil }
             // An internationalized name: its IDNA form, judged again (it must be a clean name).
             guard let ascii = idnaASCII(name), !ascii.utf8.contains(where: { $0 >= 0x80 }) else { return nil }
             switch ascii.utf8.withContiguousStorageIfAvailable(scanBytes) ?? scanBytes(Array(ascii.utf8)) {
@@ -123,9 +123,11 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
         var previousWasDot: UInt8 = 1
         for byte in bytes {
             let isDot: UInt8 = byte == dot ? 1 : 0
-            let control: UInt8 = byte <= 0x20 || byte == 0x7f ? 1 : 0
-            // An uppercase letter, a colon, or a non-ASCII byte (an IDN, converted to `xn--`).
-            let upperOrColon: UInt8 = byte &- UInt8(ascii: "A") < 26 || byte == UInt8(ascii: ":") || byte >= 0x80 ? 2 : 0
+            // A control character, a space, DEL, or a non-ASCII byte: the name is refused here,
+            // and `lookupKey` then tries an internationalized name's `xn--` form (one compare
+            // for both, so `validate` pays nothing for IDN support).
+            let control: UInt8 = byte <= 0x20 || byte >= 0x7f ? 1 : 0
+            let upperOrColon: UInt8 = byte &- UInt8(ascii: "A") < 26 || byte == UInt8(ascii: ":") ? 2 : 0
             flags |= (isDot & previousWasDot) | control | upperOrColon
             previousWasDot = isDot
         }
