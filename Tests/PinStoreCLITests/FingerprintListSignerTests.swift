@@ -76,10 +76,15 @@ struct FingerprintListSignerTests {
         }
     }
 
-    @Test func nameWithQuotesIsEscapedAsJSON() throws {
-        let entry = FingerprintEntry(name: "we\"ird\\name", fingerprint: Data(repeating: 7, count: 32), expires: 4_102_444_799)
-        let json = try FingerprintListSigner(privateKey: Self.signingKey()).staticList([entry])
-        #expect(try FingerprintListDocument(body: json).entries.first?.entry.name == "we\"ird\\name")
+    @Test func nameNoHostCanHaveIsRefusedBeforeSigning() throws {
+        // A quote, a backslash, a port or a scheme: such an entry could never match a
+        // connection (clients of this version refuse the list; it pins nothing anywhere).
+        for name in ["we\"ird\\name", "api.example.com:443", "https://api.example.com"] {
+            let entry = FingerprintEntry(name: name, fingerprint: Data(repeating: 7, count: 32), expires: 4_102_444_799)
+            #expect(throws: PinStoreError(.invalidListData, "")) {
+                try FingerprintListSigner(privateKey: Self.signingKey()).staticList([entry])
+            }
+        }
     }
 
     @Test func challengeModeBodyCarriesTimestampAndNoEntrySignatures() throws {
