@@ -44,10 +44,12 @@ struct PersistentListFile: Sendable {
     /// The file is opened without following a symlink (`O_NOFOLLOW`) and its size is taken
     /// from what was opened (`fstat`), so neither a link nor a swap between a check and the
     /// read can make the store read something else, or something huge. A file that is not a
-    /// regular file, or that group or others may write (the store creates it 0600, so someone
-    /// changed it), is refused; a storage folder writable by group or others is reported to
-    /// `logger` at warning level, since whoever can write there can delete or replace the
-    /// file (never plant a pin: the content is verified again on every load).
+    /// regular file, that another user than the effective one (or root) owns, or that group or
+    /// others may write (the store creates it 0600, so someone changed it), is refused; a
+    /// storage folder writable by group or others is reported to `logger` at warning level,
+    /// since whoever can write there can delete the file, or plant one before the store
+    /// creates its own (never a pin the list key did not sign: the content is verified again
+    /// on every load, and a file of another user is not read at all).
     func load(logger: Logger? = nil) throws(PinStoreError) -> PersistedList? {
         let path = url.path
         warnAboutWritableDirectory(logger: logger)
@@ -62,17 +64,21 @@ struct PersistentListFile: Sendable {
             throw PinStoreError(.storage, "The store file \(path) could not be opened: \(String(cString: strerror(code)))")
         }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
+        guard let info = FileStatus.of(descriptor: fd) else {
             throw PinStoreError(.storage, "The store file \(path) could not be examined: \(String(cString: strerror(errno)))")
         }
-        guard info.st_mode & S_IFMT == S_IFREG else {
+        guard info.isRegularFile else {
             throw PinStoreError(.storage, "The store file \(path) is not a regular file; ignoring it.")
         }
-        guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
-            throw PinStoreError(.storage, "The store file \(path) is writable by group or others (mode \(String(info.st_mode & 0o777, radix: 8))); the store writes it 0600, so it was changed by someone else. Ignoring it until the next update replaces it.")
+        // Before anything else is read: in a folder others may write to (a sticky /tmp), a file
+        // another user owns may be an old, validly signed list planted to take effect at start-up.
+        guard info.isOwnedByEffectiveUserOrRoot else {
+            throw PinStoreError(.storage, "The store file \(path) belongs to user \(info.owner), not to this process's user (\(geteuid())) or root; someone else may have planted it. Ignoring it: remove it, or give the store a private storage directory (0700).")
         }
-        let size = Int(info.st_size)
+        guard !info.isWritableByGroupOrOthers else {
+            throw PinStoreError(.storage, "The store file \(path) is writable by group or others (mode \(info.permissions)); the store writes it 0600, so it was changed by someone else. Ignoring it until the next update replaces it.")
+        }
+        let size = info.size
         guard size <= maximumSize else {
             throw PinStoreError(.storage, "The store file \(path) is \(size) bytes, more than a list can be; ignoring it.")
         }
@@ -123,9 +129,8 @@ struct PersistentListFile: Sendable {
         let cutoff = Date().addingTimeInterval(-60)
         for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
             let path = directory.appendingPathComponent(name).path
-            var info = stat()
-            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
-                  Double(info.st_mtim.tv_sec) < cutoff.timeIntervalSince1970 else { continue }
+            guard let info = FileStatus.of(linkAt: path), info.isRegularFile, info.isOwnedByEffectiveUserOrRoot,
+                  Double(info.modified.seconds) < cutoff.timeIntervalSince1970 else { continue }
             unlink(path)
         }
     }
@@ -134,12 +139,11 @@ struct PersistentListFile: Sendable {
     private func warnAboutWritableDirectory(logger: Logger?) {
         guard let logger else { return }
         let directory = url.deletingLastPathComponent().path
-        var info = stat()
-        guard stat(directory, &info) == 0, info.st_mode & (S_IWGRP | S_IWOTH) != 0 else { return }
+        guard let info = FileStatus.of(path: directory), info.isWritableByGroupOrOthers else { return }
         // A sticky shared folder (/tmp) keeps others from replacing our file, but not from
         // planting one before we create ours.
         logger.warning("the PinStore storage folder is writable by group or others; use a private folder (0700)",
-                       metadata: ["pinstore.folder": "\(directory)", "pinstore.mode": "\(String(info.st_mode & 0o7777, radix: 8))"])
+                       metadata: ["pinstore.folder": "\(directory)", "pinstore.mode": "\(info.permissions)"])
     }
 
     /// Replaces the file atomically.
