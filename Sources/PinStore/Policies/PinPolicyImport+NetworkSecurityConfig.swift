@@ -64,6 +64,13 @@ struct NetworkSecurityConfigDocument {
     var configs: [DomainConfig] = []
 
     init(parsing data: Data) throws(PinPolicyImportError) {
+        // FoundationXML traps (a force unwrap in `_NSXMLParserStartElementNs`, Swift 6.3.1 on
+        // Linux) on an element name that is not UTF-8, which libxml2 passes on after reporting
+        // the error; the fuzz target found it. Android's resource files are UTF-8: anything
+        // else is refused before the parser sees it.
+        if let line = PinPolicyImport.lineOfInvalidUTF8(in: data) {
+            throw PinPolicyImportError(location: "line \(line)", reason: "not UTF-8 (network security configs are UTF-8 files)")
+        }
         // Entities come only from a DTD; Android's parser reads none, so a file with one is not
         // a configuration Android would read the same way (and entities can multiply content).
         if let range = data.firstRange(of: Data("<!DOCTYPE".utf8)) {

@@ -11,6 +11,9 @@ extension PinPolicyImport {
     /// `PropertyListSerialization`, which reports it.
     static func checkUniqueKeys(inXMLPropertyList data: Data) throws(PinPolicyImportError) {
         guard !data.starts(with: Data("bplist".utf8)) else { return }
+        // XMLParser traps on some input that is not UTF-8 (see the Android importer); such a
+        // file is left to PropertyListSerialization, whose parser is not libxml2.
+        guard PinPolicyImport.lineOfInvalidUTF8(in: data) == nil else { return }
         let scan = DuplicateKeyScan()
         let parser = XMLParser(data: data)
         parser.delegate = scan
@@ -20,6 +23,25 @@ extension PinPolicyImport {
         if let duplicate = scan.duplicate {
             throw PinPolicyImportError(location: "line \(duplicate.line)",
                                        reason: "the key \(String(reflecting: duplicate.key)) appears twice in one dictionary (one of them would be dropped)")
+        }
+    }
+}
+
+extension PinPolicyImport {
+    /// The line of the first byte sequence in `data` that is not UTF-8; nil when all of it is.
+    static func lineOfInvalidUTF8(in data: Data) -> Int? {
+        var parser = Unicode.UTF8.ForwardParser()
+        var bytes = data.makeIterator()
+        var line = 1
+        while true {
+            switch parser.parseScalar(from: &bytes) {
+            case .valid(let encoded):
+                if encoded.count == 1, encoded.first == UInt8(ascii: "\n") { line += 1 }
+            case .emptyInput:
+                return nil
+            case .error:
+                return line
+            }
         }
     }
 }

@@ -1,0 +1,16 @@
+import Foundation
+import PinStore
+import PinStoreTestSupport
+import Testing
+
+/// Inputs the fuzz targets (`Fuzz/`) found crashing, kept as tests: each must now be answered
+/// with a typed error (or a result), never a trap. The files are in `Fixtures/fuzz/`, named for
+/// the target and what is special about them.
+@Suite struct FuzzRegressionTests {
+    @Test func anAndroidConfigWithInvalidUTF8InAnElementNameIsRefused() throws {
+        // network_security_config.xml with `<pin-set>` mutated to `<pin-s\u{E5}t>` (a lone
+        // Latin-1 byte) and a `</pin>` cut into `</pin"?>`: found by the network-security-config target.
+        let data = try TestResources.fixture("fuzz/network-security-config-invalid-utf8-name.xml")
+        #expect(throws: PinPolicyImportError.self) { _ = try PinPolicyImport.networkSecurityConfig(data) }
+    }
+}
