@@ -13,13 +13,16 @@ cd "$(dirname "$0")"
 seconds="${1:-10}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(list public-key certificate store-file host-name)
+[ ${#targets[@]} -gt 0 ] || targets=(list public-key certificate store-file host-name info-plist network-security-config)
 
 # --sanitize makes SwiftPM link libFuzzer's main; -Xswiftc instruments the dependencies too
 # (PinStore itself: --sanitize alone reaches only this package's own target).
 flags=(-c release --scratch-path .build --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer,address)
 swift build "${flags[@]}" >&2
 binary="$(swift build "${flags[@]}" --show-bin-path)/PinStoreFuzz"
+
+# Leaks inside the toolchain's Foundation, not ours: see lsan-suppressions.txt.
+export LSAN_OPTIONS="suppressions=$PWD/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 mkdir -p .work/crashes
 total=0
