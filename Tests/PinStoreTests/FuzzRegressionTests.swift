@@ -14,3 +14,21 @@ import Testing
         #expect(throws: PinPolicyImportError.self) { _ = try PinPolicyImport.networkSecurityConfig(data) }
     }
 }
+
+extension FuzzRegressionTests {
+    @Test func anAndroidConfigWithAProcessingInstructionWithoutDataIsRefused() throws {
+        // network_security_config.xml whose declaration was mutated to `<?xm?>`: FoundationXML
+        // crashed on it (strlen(NULL)). Found by the network-security-config target.
+        let data = try TestResources.fixture("fuzz/network-security-config-processing-instruction-without-data.xml")
+        let error = #expect(throws: PinPolicyImportError.self) { _ = try PinPolicyImport.networkSecurityConfig(data) }
+        #expect(error?.location == "line 1")
+    }
+
+    @Test func aMutatedBinaryInfoPlistIsAnsweredWithoutCrashing() throws {
+        // A binary Info.plist with mutated object bytes: PropertyListSerialization's bridging
+        // crashed on it. Found by the info-plist target. Whether it imports is not the point.
+        let data = try TestResources.fixture("fuzz/info-plist-binary-crash.plist")
+        _ = try? PinPolicyImport.infoPlist(data)
+        _ = try? PinPolicyImport.transportSecurityExceptions(infoPlist: data)
+    }
+}

@@ -71,6 +71,9 @@ struct NetworkSecurityConfigDocument {
         if let line = PinPolicyImport.lineOfInvalidUTF8(in: data) {
             throw PinPolicyImportError(location: "line \(line)", reason: "not UTF-8 (network security configs are UTF-8 files)")
         }
+        if let line = PinPolicyImport.lineOfProcessingInstruction(in: data) {
+            throw PinPolicyImportError(location: "line \(line)", reason: "a processing instruction (<?...?>) other than the XML declaration")
+        }
         // Entities come only from a DTD; Android's parser reads none, so a file with one is not
         // a configuration Android would read the same way (and entities can multiply content).
         if let range = data.firstRange(of: Data("<!DOCTYPE".utf8)) {

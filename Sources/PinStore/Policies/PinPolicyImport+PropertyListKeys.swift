@@ -11,9 +11,11 @@ extension PinPolicyImport {
     /// `PropertyListSerialization`, which reports it.
     static func checkUniqueKeys(inXMLPropertyList data: Data) throws(PinPolicyImportError) {
         guard !data.starts(with: Data("bplist".utf8)) else { return }
-        // XMLParser traps on some input that is not UTF-8 (see the Android importer); such a
-        // file is left to PropertyListSerialization, whose parser is not libxml2.
-        guard PinPolicyImport.lineOfInvalidUTF8(in: data) == nil else { return }
+        // XMLParser traps on some input that is not UTF-8 and on some processing instructions
+        // (see the Android importer); such a file is left to the property list reader, whose
+        // parser is not libxml2.
+        guard PinPolicyImport.lineOfInvalidUTF8(in: data) == nil,
+              PinPolicyImport.lineOfProcessingInstruction(in: data) == nil else { return }
         let scan = DuplicateKeyScan()
         let parser = XMLParser(data: data)
         parser.delegate = scan
@@ -28,6 +30,33 @@ extension PinPolicyImport {
 }
 
 extension PinPolicyImport {
+    /// The line of the first processing instruction (`<?target ...?>`) in `data` other than an
+    /// XML declaration at its very start; nil when there is none. FoundationXML (Swift 6.3.1 on
+    /// Linux) crashes on a processing instruction without data (`strlen(NULL)` in
+    /// `_NSXMLParserProcessingInstruction`, found by the fuzz targets), so such input never
+    /// reaches XMLParser. Neither Android configs nor plists use them. Found in comments too:
+    /// refusing those is cheaper than parsing XML to tell them apart.
+    static func lineOfProcessingInstruction(in data: Data) -> Int? {
+        let bytes = [UInt8](data)
+        var start = 0
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { start = 3 }   // a UTF-8 byte order mark
+        let declaration = Array("<?xml".utf8)
+        var line = 1
+        var index = start
+        while index + 1 < bytes.count {
+            if bytes[index] == UInt8(ascii: "\n") {
+                line += 1
+            } else if bytes[index] == UInt8(ascii: "<"), bytes[index + 1] == UInt8(ascii: "?") {
+                let isDeclaration = index == start && bytes[index...].starts(with: declaration)
+                    && index + declaration.count < bytes.count
+                    && [UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r"), UInt8(ascii: "\n")].contains(bytes[index + declaration.count])
+                if !isDeclaration { return line }
+            }
+            index += 1
+        }
+        return nil
+    }
+
     /// The line of the first byte sequence in `data` that is not UTF-8; nil when all of it is.
     static func lineOfInvalidUTF8(in data: Data) -> Int? {
         var parser = Unicode.UTF8.ForwardParser()

@@ -31,13 +31,13 @@ public enum PinPolicyImport {
     /// The top-level dictionary of a property list.
     static func plistDictionary(_ data: Data) throws(PinPolicyImportError) -> [String: Any] {
         try checkUniqueKeys(inXMLPropertyList: data)
-        let root: Any
+        let root: PropertyListValue
         do {
-            root = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+            root = try PropertyListDecoder().decode(PropertyListValue.self, from: data)
         } catch {
             throw PinPolicyImportError(location: "plist", reason: "not a property list (\(error.localizedDescription))")
         }
-        guard let top = root as? [String: Any] else {
+        guard let top = root.plain as? [String: Any] else {
             throw PinPolicyImportError(location: "plist", reason: "the top level is not a dictionary")
         }
         return top
