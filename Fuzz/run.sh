@@ -31,7 +31,15 @@ for target in "${targets[@]}"; do
     mkdir -p ".work/$target"
     log=".work/$target.log"
     echo "== $target: ${seconds}s" >&2
-    if ! FUZZ_TARGET="$target" "$binary" ".work/$target" "corpus/$target" \
+    extra=()
+    # XMLParser leaks a CFError on every malformed input (see lsan-suppressions.txt). With leak
+    # detection on, libFuzzer then scans the heap after each such input: about 200 executions a
+    # second instead of 5,000-11,000. The importers' own memory is ARC-managed; the test suite's
+    # AddressSanitizer run covers them otherwise.
+    case "$target" in
+        info-plist|network-security-config) extra=(-detect_leaks=0) ;;
+    esac
+    if ! FUZZ_TARGET="$target" "$binary" ".work/$target" "corpus/$target" "${extra[@]}" \
         -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -timeout=10 \
         -artifact_prefix=".work/crashes/$target-" -print_final_stats=1 >"$log" 2>&1; then
         echo "!! $target found a crash; see Fuzz/$log and Fuzz/.work/crashes/" >&2
