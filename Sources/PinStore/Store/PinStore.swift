@@ -661,8 +661,8 @@ public final class PinStore: Sendable {
 
     /// Makes `entries` (verified, from `persisted`) the list in force and tells whoever keeps
     /// trust derived from the old one.
-    /// `fromFile`: the list was read from the store file (at start-up, or adopted from another
-    /// process), whose dates nobody signed; see ``RefreshSchedule/dueDate(ofListFromFile:signedTimestamp:now:periodicInterval:)``.
+    /// `fromFile`: the list was read from the store file at start-up, whose dates nobody signed
+    /// and which may be old; see ``RefreshSchedule/dueDate(ofListFromFile:signedTimestamp:now:periodicInterval:)``.
     private func install(_ entries: [FingerprintEntry], from persisted: PersistedList, timestamp: Int64?,
                          domainsConfig: DomainsConfig?, now: Date, fromFile: Bool = false) {
         let list = StoredList(index: PinIndex(entries: entries), timestamp: timestamp,
@@ -728,8 +728,9 @@ public final class PinStore: Sendable {
             try Self.checkRollback(verified, against: current)
             let valid = verified.entries.filter { $0.isValid(at: now) }
             guard !valid.isEmpty else { return false }
-            install(valid, from: persisted, timestamp: verified.timestamp, domainsConfig: verified.domainsConfig, now: now,
-                    fromFile: true)
+            // Not `fromFile`: another process of this user (the loader refuses anyone else's
+            // file) has just downloaded it, so its schedule stands, within this store's interval.
+            install(valid, from: persisted, timestamp: verified.timestamp, domainsConfig: verified.domainsConfig, now: now)
             logger.info("adopted the newer fingerprint list another process saved", metadata: ["entries": "\(valid.count)", "identifier": "\(configuration.identifier)"])
             return true
         } catch {

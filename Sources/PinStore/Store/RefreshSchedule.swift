@@ -47,7 +47,7 @@ struct RefreshSchedule: Sendable, Equatable {
         dueDate = max(listDue, retryAt ?? listDue)
     }
 
-    /// When a list read from the store file is next due. The file's `nextUpdate` and
+    /// When a list read from the store file at start-up is next due. The file's `nextUpdate` and
     /// `updatedAt` are not signed, and the file may be old (a copy restored from a backup, one
     /// planted before this user's store existed): the first download of a process must never
     /// wait longer than the configuration allows. So the list is due at the earliest of the
