@@ -32,3 +32,21 @@ extension FuzzRegressionTests {
         _ = try? PinPolicyImport.transportSecurityExceptions(infoPlist: data)
     }
 }
+
+extension FuzzRegressionTests {
+    @Test(.timeLimit(.minutes(1))) func aBinaryPlistWhoseObjectsReferenceEachOtherIsRefusedPromptly() throws {
+        // 750 bytes of binary plist whose object references unfold into billions of values: the
+        // decode ran for minutes and grew past 1 GB. Found by the info-plist target.
+        let data = try TestResources.fixture("fuzz/info-plist-binary-shared-references.plist")
+        let started = Date()
+        let error = #expect(throws: PinPolicyImportError.self) { _ = try PinPolicyImport.infoPlist(data) }
+        #expect(error?.location == "plist")
+        #expect(Date().timeIntervalSince(started) < 5)
+    }
+
+    @Test func aPlistNestedDeeperThanAnyInfoPlistIsRefused() throws {
+        let deep = String(repeating: "<array>", count: 200) + String(repeating: "</array>", count: 200)
+        let plist = #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>NSPinnedDomains</key>"# + deep + "</dict></plist>"
+        #expect(throws: PinPolicyImportError.self) { _ = try PinPolicyImport.infoPlist(Data(plist.utf8)) }
+    }
+}

@@ -21,7 +21,43 @@ enum PropertyListValue: Decodable {
         init?(intValue: Int) { nil }
     }
 
+    /// Values a property list may hold at most (an Info.plist has a few hundred): a binary
+    /// plist may reference one object many times, so a few hundred bytes could otherwise unfold
+    /// into billions of values (the fuzz target's 750-byte input ran for minutes).
+    static let maximumValues = 100_000
+    /// Nesting a property list may have at most (an Info.plist has under ten levels): the
+    /// reading is recursive, and the stack is not unlimited.
+    static let maximumDepth = 64
+
+    /// How much of the budget one read has used. One read runs on one thread.
+    final class Budget: @unchecked Sendable {
+        // @unchecked: used by one synchronous decode only.
+        var values = 0
+        var depth = 0
+    }
+
+    struct TooLarge: Error, CustomStringConvertible {
+        var description: String {
+            "more than \(PropertyListValue.maximumValues) values or \(PropertyListValue.maximumDepth) levels of nesting; an Info.plist has far fewer"
+        }
+    }
+
+    /// The budget of the read under way (set by ``read(_:)``).
+    @TaskLocal private static var budget: Budget?
+
+    /// Reads `data` (XML or binary) within ``maximumValues`` and ``maximumDepth``.
+    static func read(_ data: Data) throws -> PropertyListValue {
+        try $budget.withValue(Budget()) {
+            try PropertyListDecoder().decode(PropertyListValue.self, from: data)
+        }
+    }
+
     init(from decoder: any Decoder) throws {
+        guard let budget = Self.budget else { throw TooLarge() }   // only read(_:) reads
+        budget.values += 1
+        budget.depth += 1
+        defer { budget.depth -= 1 }
+        guard budget.values <= Self.maximumValues, budget.depth <= Self.maximumDepth else { throw TooLarge() }
         if let keyed = try? decoder.container(keyedBy: Key.self) {
             var dictionary: [String: PropertyListValue] = [:]
             for key in keyed.allKeys {

@@ -33,7 +33,7 @@ public enum PinPolicyImport {
         try checkUniqueKeys(inXMLPropertyList: data)
         let root: PropertyListValue
         do {
-            root = try PropertyListDecoder().decode(PropertyListValue.self, from: data)
+            root = try PropertyListValue.read(data)
         } catch {
             throw PinPolicyImportError(location: "plist", reason: "not a property list (\(error.localizedDescription))")
         }
