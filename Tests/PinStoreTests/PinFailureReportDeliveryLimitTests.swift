@@ -28,6 +28,9 @@ import Darwin
             try #require(fd >= 0)
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
+            #if canImport(Darwin)
+            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+            #endif
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
             address.sin_port = 0
             let bound = withUnsafePointer(to: &address) {
