@@ -90,15 +90,16 @@ package final class ReportCollector: Sendable {
 
     /// Removes the oldest report files until ``limits`` hold; `newest` (just written) stays.
     private func dropOldestBeyondLimits(keeping newest: URL) {
-        guard var files = try? reportFiles() else { return }
-        var sizes = files.map { (try? $0.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0 }
-        var total = sizes.reduce(0, +)
-        while let oldest = files.first, oldest.lastPathComponent != newest.lastPathComponent,
-              files.count > limits.maximumFiles || total > limits.maximumBytes {
+        guard let files = try? reportFiles() else { return }
+        func size(_ file: URL) -> Int { (try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0 }
+        var count = files.count
+        var total = files.reduce(0) { $0 + size($1) }
+        // Oldest first, by name (UTC time, then sequence); the report just written is never a candidate.
+        for oldest in files where oldest.lastPathComponent != newest.lastPathComponent {
+            guard count > limits.maximumFiles || total > limits.maximumBytes else { break }
+            total -= size(oldest)
             try? FileManager.default.removeItem(at: oldest)
-            total -= sizes[0]
-            files.removeFirst()
-            sizes.removeFirst()
+            count -= 1
         }
     }
 

@@ -26,6 +26,7 @@ package struct PinFailureReportDeliveryError: Error, Sendable, CustomStringConve
 /// FoundationNetworking lets the session's 60-second default win over it, and a sender that
 /// ignores cancellation would otherwise hold the reporter as long as it likes.)
 package enum PinFailureReportDeadline {
+    /// Runs `delivery`, giving up on it after `seconds` (about `uri`, for the error).
     package static func run(seconds: TimeInterval, uri: URL,
                             _ delivery: @escaping @Sendable () async throws -> Void) async throws {
         let waiter = Locked<CheckedContinuation<Void, any Error>?>(nil)
@@ -53,7 +54,8 @@ package enum PinFailureReportDeadline {
                         finish(.failure(error))
                     }
                 }
-                let nanoseconds = UInt64(min(max(seconds, 0), 86_400) * 1_000_000_000)
+                // Clamped (a NaN or negative limit means at once) so the conversion cannot trap.
+                let nanoseconds = seconds.isNaN ? 0 : UInt64(min(max(seconds, 0), 86_400) * 1_000_000_000)
                 let timer = Task {
                     guard (try? await Task.sleep(nanoseconds: nanoseconds)) != nil else { return }
                     finish(.failure(PinFailureReportDeliveryError(
@@ -76,8 +78,8 @@ package enum PinFailureReportDeadline {
 /// intercepted; only the platform's normal trust evaluation applies. No cookies, cache or
 /// credentials are kept or sent; the request carries the report and `Content-Type` only;
 /// redirects are not followed; a delivery ends after the reporter's time limit whatever the
-/// collector does (``PinFailureReportDeadline``). One session for every report, so a busy collector costs one
-/// kept-alive connection rather than a session and a handshake per report.
+/// collector does (``PinFailureReportDeadline``). One session for every report, so a busy
+/// collector costs one kept-alive connection rather than a session and a handshake per report.
 package final class URLSessionReportSender: PinFailureReportSender {
     private let session: URLSession
 
