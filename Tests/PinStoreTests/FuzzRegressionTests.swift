@@ -44,6 +44,13 @@ extension FuzzRegressionTests {
         #expect(Date().timeIntervalSince(started) < 5)
     }
 
+    @Test func aPlistWithMoreValuesThanAnyInfoPlistIsRefused() throws {
+        let values = String(repeating: "<true/>", count: 100_001)
+        let plist = #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>NSPinnedDomains</key><array>"# + values + "</array></dict></plist>"
+        let error = #expect(throws: PinPolicyImportError.self) { _ = try PinPolicyImport.infoPlist(Data(plist.utf8)) }
+        #expect(error?.reason.contains("100000 values") == true)
+    }
+
     @Test func aPlistNestedDeeperThanAnyInfoPlistIsRefused() throws {
         let deep = String(repeating: "<array>", count: 200) + String(repeating: "</array>", count: 200)
         let plist = #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>NSPinnedDomains</key>"# + deep + "</dict></plist>"

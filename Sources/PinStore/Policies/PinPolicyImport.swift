@@ -34,6 +34,8 @@ public enum PinPolicyImport {
         let root: PropertyListValue
         do {
             root = try PropertyListValue.read(data)
+        } catch let tooLarge as PropertyListValue.TooLarge {
+            throw PinPolicyImportError(location: "plist", reason: "refused: \(tooLarge)")
         } catch {
             throw PinPolicyImportError(location: "plist", reason: "not a property list (\(error.localizedDescription))")
         }
