@@ -72,13 +72,15 @@ struct NetworkSecurityConfigDocument {
             throw PinPolicyImportError(location: "line \(line)", reason: "not UTF-8 (network security configs are UTF-8 files)")
         }
         if let line = PinPolicyImport.lineOfProcessingInstruction(in: data) {
-            throw PinPolicyImportError(location: "line \(line)", reason: "a processing instruction (<?...?>) other than the XML declaration")
+            throw PinPolicyImportError(location: "line \(line)",
+                                       reason: "a processing instruction (<?...?>) other than the XML declaration")
         }
         // Entities come only from a DTD; Android's parser reads none, so a file with one is not
         // a configuration Android would read the same way (and entities can multiply content).
         if let range = data.firstRange(of: Data("<!DOCTYPE".utf8)) {
             let line = data[data.startIndex..<range.lowerBound].reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
-            throw PinPolicyImportError(location: "line \(line)", reason: "a DOCTYPE: network security configs have none (entities could hide or multiply pins)")
+            throw PinPolicyImportError(location: "line \(line)",
+                                       reason: "a DOCTYPE: network security configs have none (entities could hide or multiply pins)")
         }
         let reader = NetworkSecurityConfigReader()
         let parser = XMLParser(data: data)
@@ -122,7 +124,8 @@ struct NetworkSecurityConfigDocument {
                 let key = domain.name.lowercased()
                 if let first = seen[key] {
                     throw PinPolicyImportError(location: "line \(domain.line)",
-                                               reason: "the domain \(domain.name) is already declared at line \(first) (Android refuses duplicates)")
+                                               reason: "the domain \(domain.name) is already declared at line \(first) "
+                                                   + "(Android refuses duplicates)")
                 }
                 seen[key] = domain.line
                 try PinPolicyImport.checkDomain(domain.name, includesSubdomains: domain.includesSubdomains, location: "line \(domain.line)")
@@ -213,7 +216,9 @@ private final class NetworkSecurityConfigReader: NSObject, XMLParserDelegate {
             }
         } else {
             guard !sawRoot else { return fail(parser, "a second root element <\(name)>") }
-            guard name == "network-security-config" else { return fail(parser, "the root element is <\(name)>, not <network-security-config>") }
+            guard name == "network-security-config" else {
+                return fail(parser, "the root element is <\(name)>, not <network-security-config>")
+            }
             sawRoot = true
         }
         let allowed = Self.attributes[name] ?? []

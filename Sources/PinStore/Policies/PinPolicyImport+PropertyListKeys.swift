@@ -24,7 +24,8 @@ extension PinPolicyImport {
         _ = parser.parse()
         if let duplicate = scan.duplicate {
             throw PinPolicyImportError(location: "line \(duplicate.line)",
-                                       reason: "the key \(String(reflecting: duplicate.key)) appears twice in one dictionary (one of them would be dropped)")
+                                       reason: "the key \(String(reflecting: duplicate.key)) appears twice in one dictionary "
+                                           + "(one of them would be dropped)")
         }
     }
 }
@@ -41,6 +42,7 @@ extension PinPolicyImport {
         var start = 0
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { start = 3 }   // a UTF-8 byte order mark
         let declaration = Array("<?xml".utf8)
+        let whitespace: Set<UInt8> = [UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r"), UInt8(ascii: "\n")]
         var line = 1
         var index = start
         while index + 1 < bytes.count {
@@ -49,7 +51,7 @@ extension PinPolicyImport {
             } else if bytes[index] == UInt8(ascii: "<"), bytes[index + 1] == UInt8(ascii: "?") {
                 let isDeclaration = index == start && bytes[index...].starts(with: declaration)
                     && index + declaration.count < bytes.count
-                    && [UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r"), UInt8(ascii: "\n")].contains(bytes[index + declaration.count])
+                    && whitespace.contains(bytes[index + declaration.count])
                 if !isDeclaration { return line }
             }
             index += 1

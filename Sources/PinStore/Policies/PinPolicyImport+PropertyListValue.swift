@@ -38,7 +38,8 @@ enum PropertyListValue: Decodable {
 
     struct TooLarge: Error, CustomStringConvertible {
         var description: String {
-            "more than \(PropertyListValue.maximumValues) values or \(PropertyListValue.maximumDepth) levels of nesting; an Info.plist has far fewer"
+            "more than \(PropertyListValue.maximumValues) values or \(PropertyListValue.maximumDepth) levels of nesting; "
+                + "an Info.plist has far fewer"
         }
     }
 

@@ -54,7 +54,8 @@ public enum PinPolicyImport {
             throw PinPolicyImportError(location: "NSAppTransportSecurity", reason: "is not a dictionary")
         }
         for key in dictionary.keys.sorted() where !appTransportSecurityKeys.contains(key) {
-            throw PinPolicyImportError(location: "NSAppTransportSecurity.\(key)", reason: "unknown key (a typo would silently drop pins or exceptions)")
+            throw PinPolicyImportError(location: "NSAppTransportSecurity.\(key)",
+                                       reason: "unknown key (a typo would silently drop pins or exceptions)")
         }
         return dictionary
     }
@@ -82,7 +83,8 @@ public enum PinPolicyImport {
         if let ats = try appTransportSecurity(in: top) {
             guard top["NSPinnedDomains"] == nil else {
                 throw PinPolicyImportError(location: "NSPinnedDomains",
-                                           reason: "both at the top level and in NSAppTransportSecurity; keep one (the other's pins would be dropped)")
+                                           reason: "both at the top level and in NSAppTransportSecurity; "
+                                               + "keep one (the other's pins would be dropped)")
             }
             domainsValue = ats["NSPinnedDomains"]
         } else if let pinned = top["NSPinnedDomains"] {
