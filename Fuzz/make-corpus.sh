@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=Fuzz/corpus
 rm -rf "$corpus"
-mkdir -p "$corpus"/{list,public-key,certificate,store-file,host-name}
+mkdir -p "$corpus"/{list,public-key,certificate,store-file,host-name,info-plist,network-security-config}
 
 cp Fixtures/lists/*.json "$corpus/list/"
 # The layout `pinstore sign` writes for a whole-list signature (values left empty: the
@@ -44,4 +44,30 @@ printf '*.pinstore.test' > "$corpus/host-name/wildcard"
 printf 'API.Example.COM.' > "$corpus/host-name/upper-trailing-dot"
 printf '*.co.uk' > "$corpus/host-name/public-suffix"
 printf '::1' > "$corpus/host-name/ipv6"
+# The importers: the policy fixtures (good and refused), a binary Info.plist, and the shapes
+# the Android importer must resolve (a nested config before its parent's pin-set, CDATA).
+cp Fixtures/policies/*.plist "$corpus/info-plist/"
+python3 - "$corpus/info-plist/Info-binary.plist" <<'PY'
+import plistlib, sys
+with open("Fixtures/policies/Info.plist", "rb") as f:
+    data = plistlib.load(f)
+with open(sys.argv[1], "wb") as f:
+    plistlib.dump(data, f, fmt=plistlib.FMT_BINARY)
+PY
+cp Fixtures/policies/*.xml "$corpus/network-security-config/"
+pin_a="oKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKA="   # 32 bytes of 0xA0, as in the import tests
+pin_b="sLCwsLCwsLCwsLCwsLCwsLCwsLCwsLCwsLCwsLCwsLA="   # 32 bytes of 0xB0
+cat > "$corpus/network-security-config/nested-before-pin-set.xml" <<XML
+<?xml version="1.0" encoding="utf-8"?>
+<network-security-config xmlns:tools="http://schemas.android.com/tools">
+    <domain-config tools:ignore="Example">
+        <domain includeSubdomains="true">example.com</domain>
+        <domain-config><domain>api.example.com</domain></domain-config>
+        <pin-set expiration="2099-01-01">
+            <pin digest="SHA-256">$pin_a</pin>
+            <pin digest="SHA-256"><![CDATA[$pin_b]]></pin>
+        </pin-set>
+    </domain-config>
+</network-security-config>
+XML
 echo "seed corpus written to $corpus"

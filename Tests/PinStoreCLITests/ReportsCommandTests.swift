@@ -71,6 +71,51 @@ import FoundationNetworking
         #expect(try collector.reportFiles().isEmpty)
     }
 
+    static func post(_ collector: ReportCollector, _ n: Int, padding: Int = 0) -> Int {
+        collector.handle(ListServerRequest(method: "POST", uri: "/r",
+                                           body: Data(#"{"n":\#(n),"pad":"\#(String(repeating: "x", count: padding))"}"#.utf8))).status
+    }
+
+    static func keptNumbers(_ collector: ReportCollector) throws -> [Int] {
+        try collector.reportFiles().map { file in
+            let object = try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any]
+            return object?["n"] as? Int ?? -1
+        }
+    }
+
+    @Test func theCollectorKeepsOnlyTheNewestReportsBeyondItsFileLimit() throws {
+        let directory = try TestResources.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let collector = try ReportCollector(directory: directory, limits: .init(maximumFiles: 3))
+        for n in 1...10 { #expect(Self.post(collector, n) == 204) }
+        #expect(try Self.keptNumbers(collector) == [8, 9, 10])
+    }
+
+    @Test func theCollectorKeepsOnlyTheNewestReportsBeyondItsByteLimit() throws {
+        let directory = try TestResources.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Each report is a little over 1,000 bytes: 2,500 bytes hold two.
+        let collector = try ReportCollector(directory: directory, limits: .init(maximumBytes: 2_500))
+        for n in 1...6 { #expect(Self.post(collector, n, padding: 1_000) == 204) }
+        #expect(try Self.keptNumbers(collector) == [5, 6])
+    }
+
+    @Test func theCollectorKeepsTheNewestReportEvenWhenItAloneExceedsTheByteLimit() throws {
+        let directory = try TestResources.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let collector = try ReportCollector(directory: directory, limits: .init(maximumBytes: 10))
+        for n in 1...3 { #expect(Self.post(collector, n, padding: 100) == 204) }
+        #expect(try Self.keptNumbers(collector) == [3])
+    }
+
+    @Test func reportsRefusesAFileLimitBelowOne() async throws {
+        let directory = try TestResources.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let result = try await PinstoreBinary.run(["reports", "--dir", directory.path, "--max-files", "0"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("--max-files"))
+    }
+
     @Test func theCollectorAcceptsOnlyPOST() throws {
         let directory = try TestResources.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

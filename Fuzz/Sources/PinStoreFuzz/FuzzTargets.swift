@@ -13,6 +13,10 @@ enum FuzzTarget: String, CaseIterable {
     case storeFile = "store-file"
     /// Host-name rules.
     case hostName = "host-name"
+    /// The Info.plist importer: `NSPinnedDomains` and `NSExceptionDomains`, XML and binary.
+    case infoPlist = "info-plist"
+    /// The Android `network_security_config.xml` importer.
+    case networkSecurityConfig = "network-security-config"
 
     static let current: FuzzTarget = {
         let name = ProcessInfo.processInfo.environment["FUZZ_TARGET"] ?? ""
@@ -54,6 +58,26 @@ enum FuzzTarget: String, CaseIterable {
             FuzzEntryPoints.storeFile(data, directory: Self.scratch)
         case .hostName:
             FuzzEntryPoints.hostName(data)
+        case .infoPlist:
+            if let policies = try? PinPolicyImport.infoPlist(data) { Self.checkImported(policies) }
+            _ = try? PinPolicyImport.transportSecurityExceptions(infoPlist: data)
+        case .networkSecurityConfig:
+            if let policies = try? PinPolicyImport.networkSecurityConfig(data) { Self.checkImported(policies) }
+        }
+    }
+
+    /// What an import that succeeded promises, whatever the input: every policy has a domain
+    /// and pins, and every pin is Base64 of a 32-byte digest. A broken promise is a crash.
+    static func checkImported(_ policies: [PinPolicy]) {
+        for policy in policies {
+            guard !policy.domain.isEmpty, !policy.pins.isEmpty else {
+                fatalError("an import yielded a policy without a domain or pins: \(policy)")
+            }
+            for pin in policy.pins {
+                guard let digest = Data(base64Encoded: pin.sha256Base64), digest.count == 32 else {
+                    fatalError("an import yielded a pin that is not a SHA-256 digest: \(pin)")
+                }
+            }
         }
     }
 }

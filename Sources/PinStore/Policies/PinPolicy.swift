@@ -20,9 +20,11 @@ import Foundation
 /// How a policy combines with the list: for a host, the pins that apply are the list's entries
 /// for it and the pins of every unexpired policy whose domain matches it; the chain is allowed
 /// when at least one of them matches (deny pins are checked before, and win). An expired policy
-/// no longer applies: a host that nothing else pins is then let through on the normal trust
-/// evaluation alone (the policy "stops enforcing", as Android's and TrustKit's do), with a
-/// warning logged when the store is made and the `pinstore_expired_policies` gauge set.
+/// no longer applies, and the store fails closed: a host that nothing else pins is then refused
+/// as unpinned (`noPinsForHost`), as a host whose list pins expired is,
+/// so a clock moved forward cannot open a host. (Android and TrustKit differ here: an expired
+/// pin-set lets the host through on the normal trust evaluation alone.) A warning is logged
+/// when the store is made and the `pinstore_expired_policies` gauge is set.
 ///
 /// The store refuses a policy with fewer than two distinct pins (a backup pin, as TrustKit and
 /// RFC 7469 require: with one pin, the next key change locks every client out).
@@ -34,7 +36,8 @@ public struct PinPolicy: Sendable, Hashable {
     public var includesSubdomains: Bool
     /// The pins; at least two distinct ones.
     public var pins: [PinIdentity]
-    /// When the policy stops enforcing; nil (the default) for never.
+    /// When the policy stops applying (a host nothing else pins is then refused); nil (the
+    /// default) for never.
     public var expiration: Date?
     /// Apple's rule for a domain listing both `NSPinnedLeafIdentities` and `NSPinnedCAIdentities`:
     /// the chain must match a leaf pin **and** a CA pin (one of each kind the policy has), not

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 
 /// Why a pin configuration file could not be imported: where (a key path or a line) and why.
 public struct PinPolicyImportError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -33,37 +30,62 @@ public struct PinPolicyImportError: Error, Sendable, Hashable, CustomStringConve
 public enum PinPolicyImport {
     /// The top-level dictionary of a property list.
     static func plistDictionary(_ data: Data) throws(PinPolicyImportError) -> [String: Any] {
-        let root: Any
+        try checkUniqueKeys(inXMLPropertyList: data)
+        let root: PropertyListValue
         do {
-            root = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+            root = try PropertyListValue.read(data)
+        } catch let tooLarge as PropertyListValue.TooLarge {
+            throw PinPolicyImportError(location: "plist", reason: "refused: \(tooLarge)")
         } catch {
             throw PinPolicyImportError(location: "plist", reason: "not a property list (\(error.localizedDescription))")
         }
-        guard let top = root as? [String: Any] else {
+        guard let top = root.plain as? [String: Any] else {
             throw PinPolicyImportError(location: "plist", reason: "the top level is not a dictionary")
         }
         return top
     }
 
-    /// The `NSAppTransportSecurity` dictionary of an Info.plist; nil when it has none.
+    /// The `NSAppTransportSecurity` dictionary of an Info.plist; nil when it has none. A key
+    /// App Transport Security does not define is refused: a misspelled `NSPinnedDomains` beside
+    /// the real one would otherwise hide its pins.
     static func appTransportSecurity(in top: [String: Any]) throws(PinPolicyImportError) -> [String: Any]? {
         guard let ats = top["NSAppTransportSecurity"] else { return nil }
         guard let dictionary = ats as? [String: Any] else {
             throw PinPolicyImportError(location: "NSAppTransportSecurity", reason: "is not a dictionary")
         }
+        for key in dictionary.keys.sorted() where !appTransportSecurityKeys.contains(key) {
+            throw PinPolicyImportError(location: "NSAppTransportSecurity.\(key)",
+                                       reason: "unknown key (a typo would silently drop pins or exceptions)")
+        }
         return dictionary
     }
+
+    /// The keys of `NSAppTransportSecurity` (Apple's Information Property List reference).
+    private static let appTransportSecurityKeys: Set<String> = [
+        "NSAllowsArbitraryLoads", "NSAllowsArbitraryLoadsForMedia", "NSAllowsArbitraryLoadsInWebContent",
+        "NSAllowsLocalNetworking", "NSExceptionDomains", "NSPinnedDomains",
+    ]
 
     /// The `NSPinnedDomains` of an Info.plist (XML or binary), or of a plist whose top level is
     /// `NSAppTransportSecurity`'s dictionary or `NSPinnedDomains` itself. Each domain becomes a
     /// policy: `NSPinnedLeafIdentities` as ``PinIdentity/leafKey(spkiSHA256Base64:)``,
     /// `NSPinnedCAIdentities` as ``PinIdentity/caKey(spkiSHA256Base64:)``; a domain with both
     /// requires a match in each (``PinPolicy/requiresMatchInEachCategory``), as ATS does.
+    ///
+    /// The import yields every pin the file declares or fails: a key ATS does not define (in
+    /// `NSAppTransportSecurity`, a domain or an identity), `NSPinnedDomains` in two places, or a
+    /// key written twice in one dictionary of an XML plist (a property list reader keeps only one
+    /// of them) is refused with its key path or line.
     public static func infoPlist(_ data: Data) throws(PinPolicyImportError) -> [PinPolicy] {
         let top = try plistDictionary(data)
         var path = "NSAppTransportSecurity.NSPinnedDomains"
         let domainsValue: Any?
         if let ats = try appTransportSecurity(in: top) {
+            guard top["NSPinnedDomains"] == nil else {
+                throw PinPolicyImportError(location: "NSPinnedDomains",
+                                           reason: "both at the top level and in NSAppTransportSecurity; "
+                                               + "keep one (the other's pins would be dropped)")
+            }
             domainsValue = ats["NSPinnedDomains"]
         } else if let pinned = top["NSPinnedDomains"] {
             domainsValue = pinned
@@ -117,6 +139,9 @@ public enum PinPolicyImport {
             guard let dictionary = item as? [String: Any], let digest = dictionary["SPKI-SHA256-BASE64"] as? String else {
                 throw PinPolicyImportError(location: here, reason: "is not a dictionary with a SPKI-SHA256-BASE64 string")
             }
+            for key in dictionary.keys.sorted() where key != "SPKI-SHA256-BASE64" {
+                throw PinPolicyImportError(location: "\(here).\(key)", reason: "unknown key (an identity has only SPKI-SHA256-BASE64)")
+            }
             try checkDigest(digest, location: "\(here).SPKI-SHA256-BASE64")
             digests.append(digest)
         }
@@ -135,157 +160,5 @@ public enum PinPolicyImport {
         } catch {
             throw PinPolicyImportError(location: location, reason: error.reason)
         }
-    }
-
-    /// The pin sets of an Android `network_security_config.xml`: every `domain` of a
-    /// `domain-config` becomes a policy with that config's `pin-set` (or the nearest enclosing
-    /// config's, as Android inherits it), `includeSubdomains` as ``PinPolicy/includesSubdomains``,
-    /// each `pin digest="SHA-256"` as ``PinIdentity/anyKey(spkiSHA256Base64:)`` (Android matches a
-    /// pin against every certificate of the chain), and `expiration="yyyy-MM-dd"` as the start of
-    /// that day in UTC. Domains without a pin set are not pinned and are left out. Trust-anchor
-    /// settings (`trust-anchors`, `overridePins`, `debug-overrides`) are not imported: PinStore's
-    /// anchors are configured on the adapters, and nothing may override a pin.
-    public static func networkSecurityConfig(_ data: Data) throws(PinPolicyImportError) -> [PinPolicy] {
-        let reader = NetworkSecurityConfigReader()
-        let parser = XMLParser(data: data)
-        parser.delegate = reader
-        parser.shouldProcessNamespaces = false
-        let parsed = parser.parse()
-        if let error = reader.error { throw error }
-        guard parsed else {
-            throw PinPolicyImportError(location: "line \(parser.lineNumber)",
-                                       reason: "not well-formed XML (\(parser.parserError?.localizedDescription ?? "parse error"))")
-        }
-        guard reader.sawRoot else {
-            throw PinPolicyImportError(location: "line 1", reason: "the root element is not <network-security-config>")
-        }
-        return reader.policies
-    }
-}
-
-/// XMLParser's delegate for ``PinPolicyImport/networkSecurityConfig(_:)``. Used on one thread,
-/// for one parse.
-private final class NetworkSecurityConfigReader: NSObject, XMLParserDelegate {
-    struct PinSet {
-        var pins: [String] = []
-        var expiration: Date?
-    }
-
-    struct Frame {
-        var domains: [(name: String, includesSubdomains: Bool, line: Int)] = []
-        var pinSet: PinSet?
-    }
-
-    var policies: [PinPolicy] = []
-    var error: PinPolicyImportError?
-    var sawRoot = false
-    private var frames: [Frame] = []
-    private var openPinSet: PinSet?
-    private var text = ""
-    private var pending: (element: String, includesSubdomains: Bool)?
-    private var depth = 0
-
-    private func fail(_ parser: XMLParser, _ reason: String) {
-        guard error == nil else { return }
-        error = PinPolicyImportError(location: "line \(parser.lineNumber)", reason: reason)
-        parser.abortParsing()
-    }
-
-    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-                attributes: [String: String] = [:]) {
-        depth += 1
-        text = ""
-        if depth == 1 {
-            guard name == "network-security-config" else { return fail(parser, "the root element is <\(name)>, not <network-security-config>") }
-            sawRoot = true
-            return
-        }
-        switch name {
-        case "domain-config":
-            frames.append(Frame())
-        case "domain":
-            guard !frames.isEmpty else { return fail(parser, "<domain> outside a <domain-config>") }
-            let flag = attributes["includeSubdomains"] ?? "false"
-            guard flag == "true" || flag == "false" else { return fail(parser, "includeSubdomains=\"\(flag)\" is neither true nor false") }
-            pending = ("domain", flag == "true")
-        case "pin-set":
-            guard !frames.isEmpty else { return fail(parser, "<pin-set> outside a <domain-config> (Android allows pins only there)") }
-            guard frames[frames.count - 1].pinSet == nil else { return fail(parser, "a second <pin-set> in one <domain-config>") }
-            var set = PinSet()
-            if let expiration = attributes["expiration"] {
-                guard let date = Self.date(expiration) else { return fail(parser, "expiration=\"\(expiration)\" is not a date yyyy-MM-dd") }
-                set.expiration = date
-            }
-            openPinSet = set
-        case "pin":
-            guard openPinSet != nil else { return fail(parser, "<pin> outside a <pin-set>") }
-            guard attributes["digest"] == "SHA-256" else {
-                return fail(parser, "pin digest=\"\(attributes["digest"] ?? "")\": only SHA-256 is supported (as on Android)")
-            }
-            pending = ("pin", false)
-        default:
-            break   // base-config, trust-anchors, certificates, debug-overrides: not about pins
-        }
-    }
-
-    func parser(_ parser: XMLParser, foundCharacters string: String) {
-        text += string
-    }
-
-    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-        defer { depth -= 1 }
-        let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        text = ""
-        switch name {
-        case "domain" where pending?.element == "domain":
-            guard !value.isEmpty else { return fail(parser, "an empty <domain>") }
-            frames[frames.count - 1].domains.append((value, pending?.includesSubdomains ?? false, parser.lineNumber))
-            pending = nil
-        case "pin" where pending?.element == "pin":
-            do {
-                try PinPolicyImport.checkDigest(value, location: "line \(parser.lineNumber)")
-            } catch {
-                self.error = error
-                parser.abortParsing()
-                return
-            }
-            openPinSet?.pins.append(value)
-            pending = nil
-        case "pin-set":
-            frames[frames.count - 1].pinSet = openPinSet
-            openPinSet = nil
-        case "domain-config":
-            let frame = frames.removeLast()
-            guard !frame.domains.isEmpty else { return fail(parser, "a <domain-config> without a <domain>") }
-            // Android: a nested domain-config inherits what it does not set from its parent.
-            guard let set = frame.pinSet ?? frames.reversed().lazy.compactMap(\.pinSet).first else { return }
-            guard !set.pins.isEmpty else { return fail(parser, "a <pin-set> without a <pin>") }
-            for domain in frame.domains {
-                do {
-                    try PinPolicyImport.checkDomain(domain.name, includesSubdomains: domain.includesSubdomains, location: "line \(domain.line)")
-                } catch {
-                    self.error = error
-                    parser.abortParsing()
-                    return
-                }
-                policies.append(PinPolicy(domain: domain.name, includesSubdomains: domain.includesSubdomains,
-                                          pins: set.pins.map(PinIdentity.anyKey), expiration: set.expiration))
-            }
-        default:
-            break
-        }
-    }
-
-    private static func date(_ text: String) -> Date? {
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-              (1...12).contains(month), (1...31).contains(day) else { return nil }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
-        let components = DateComponents(year: year, month: month, day: day)
-        guard let date = calendar.date(from: components),
-              calendar.component(.day, from: date) == day else { return nil }   // refuses 2024-02-31
-        return date
     }
 }

@@ -20,14 +20,67 @@ package struct PinFailureReportDeliveryError: Error, Sendable, CustomStringConve
     }
 }
 
+/// A delivery's time limit, kept whether or not the delivery cooperates: when it passes, the
+/// delivery is cancelled and abandoned, and the caller goes on at once with a
+/// ``PinFailureReportDeliveryError``. (A `URLRequest`'s own `timeoutInterval` is not enough:
+/// FoundationNetworking lets the session's 60-second default win over it, and a sender that
+/// ignores cancellation would otherwise hold the reporter as long as it likes.)
+package enum PinFailureReportDeadline {
+    /// Runs `delivery`, giving up on it after `seconds` (about `uri`, for the error).
+    package static func run(seconds: TimeInterval, uri: URL,
+                            _ delivery: @escaping @Sendable () async throws -> Void) async throws {
+        let waiter = Locked<CheckedContinuation<Void, any Error>?>(nil)
+        let finish: @Sendable (Result<Void, any Error>) -> Void = { result in
+            let continuation = waiter.withLock { waiter -> CheckedContinuation<Void, any Error>? in
+                defer { waiter = nil }
+                return waiter
+            }
+            continuation?.resume(with: result)
+        }
+        let work = Locked<(delivery: Task<Void, Never>?, timer: Task<Void, Never>?)>((nil, nil))
+        let cancelAll: @Sendable () -> Void = {
+            let tasks = work.withLock { $0 }
+            tasks.delivery?.cancel()
+            tasks.timer?.cancel()
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                waiter.withLock { $0 = continuation }
+                let delivery = Task {
+                    do {
+                        try await delivery()
+                        finish(.success(()))
+                    } catch {
+                        finish(.failure(error))
+                    }
+                }
+                // Clamped (a NaN or negative limit means at once) so the conversion cannot trap.
+                let nanoseconds = seconds.isNaN ? 0 : UInt64(min(max(seconds, 0), 86_400) * 1_000_000_000)
+                let timer = Task {
+                    guard (try? await Task.sleep(nanoseconds: nanoseconds)) != nil else { return }
+                    finish(.failure(PinFailureReportDeliveryError(
+                        description: "the collector at \(uri.absoluteString) did not answer within \(seconds) s; the report is dropped")))
+                }
+                work.withLock { $0 = (delivery, timer) }
+            }
+        } onCancel: {
+            finish(.failure(CancellationError()))
+            cancelAll()
+        }
+        // Whichever finished first, the other has nothing left to do.
+        cancelAll()
+    }
+}
+
 /// Sends reports with URLSession (FoundationNetworking on Linux) on an ephemeral session of its
 /// own, made with the sender: never the app's sessions and never a pinned one, so a report
 /// reaches the collector even while a pinned host (possibly the collector's own) is being
 /// intercepted; only the platform's normal trust evaluation applies. No cookies, cache or
 /// credentials are kept or sent; the request carries the report and `Content-Type` only;
-/// redirects are not followed. One session for every report, so a busy collector costs one
-/// kept-alive connection rather than a session and a handshake per report.
-final class URLSessionReportSender: PinFailureReportSender {
+/// redirects are not followed; a delivery ends after the reporter's time limit whatever the
+/// collector does (``PinFailureReportDeadline``). One session for every report, so a busy
+/// collector costs one kept-alive connection rather than a session and a handshake per report.
+package final class URLSessionReportSender: PinFailureReportSender {
     private let session: URLSession
 
     package init() {
@@ -50,11 +103,20 @@ final class URLSessionReportSender: PinFailureReportSender {
         request.httpMethod = "POST"
         request.httpShouldHandleCookies = false
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        let response: URLResponse
+        let session = self.session, prepared = request
+        let answer = Locked<URLResponse?>(nil)
         do {
-            (_, response) = try await session.upload(for: request, from: body)
+            try await PinFailureReportDeadline.run(seconds: timeout, uri: uri) {
+                let (_, response) = try await session.upload(for: prepared, from: body)
+                answer.withLock { $0 = response }
+            }
+        } catch let error as PinFailureReportDeliveryError {
+            throw error
         } catch {
             throw PinFailureReportDeliveryError(description: "the collector at \(uri.absoluteString) could not be reached: \((error as NSError).localizedDescription)")
+        }
+        guard let response = answer.withLock({ $0 }) else {
+            throw PinFailureReportDeliveryError(description: "the collector at \(uri.absoluteString) gave no response")
         }
         guard let http = response as? HTTPURLResponse, (200..<300).contains(http.statusCode) else {
             let status = (response as? HTTPURLResponse)?.statusCode

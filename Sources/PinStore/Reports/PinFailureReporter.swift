@@ -173,7 +173,11 @@ package final class PinFailureReporter: Sendable {
             return
         }
         do {
-            try await sender.send(body, to: uri, timeout: limits.timeout)
+            // The limit is kept here too, so no sender, however it behaves, holds the queue longer.
+            let sender = self.sender, uri = self.uri, timeout = limits.timeout
+            try await PinFailureReportDeadline.run(seconds: timeout, uri: uri) {
+                try await sender.send(body, to: uri, timeout: timeout)
+            }
             sent.increment()
         } catch {
             let now = clock.now()

@@ -44,10 +44,12 @@ struct PersistentListFile: Sendable {
     /// The file is opened without following a symlink (`O_NOFOLLOW`) and its size is taken
     /// from what was opened (`fstat`), so neither a link nor a swap between a check and the
     /// read can make the store read something else, or something huge. A file that is not a
-    /// regular file, or that group or others may write (the store creates it 0600, so someone
-    /// changed it), is refused; a storage folder writable by group or others is reported to
-    /// `logger` at warning level, since whoever can write there can delete or replace the
-    /// file (never plant a pin: the content is verified again on every load).
+    /// regular file, that another user than the effective one (or root) owns, or that group or
+    /// others may write (the store creates it 0600, so someone changed it), is refused; a
+    /// storage folder writable by group or others is reported to `logger` at warning level,
+    /// since whoever can write there can delete the file, or plant one before the store
+    /// creates its own (never a pin the list key did not sign: the content is verified again
+    /// on every load, and a file of another user is not read at all).
     func load(logger: Logger? = nil) throws(PinStoreError) -> PersistedList? {
         let path = url.path
         warnAboutWritableDirectory(logger: logger)
@@ -67,6 +69,11 @@ struct PersistentListFile: Sendable {
         }
         guard info.isRegularFile else {
             throw PinStoreError(.storage, "The store file \(path) is not a regular file; ignoring it.")
+        }
+        // Before anything else is read: in a folder others may write to (a sticky /tmp), a file
+        // another user owns may be an old, validly signed list planted to take effect at start-up.
+        guard info.isOwnedByEffectiveUserOrRoot else {
+            throw PinStoreError(.storage, "The store file \(path) belongs to user \(info.owner), not to this process's user (\(geteuid())) or root; someone else may have planted it. Ignoring it: remove it, or give the store a private storage directory (0700).")
         }
         guard !info.isWritableByGroupOrOthers else {
             throw PinStoreError(.storage, "The store file \(path) is writable by group or others (mode \(String(info.mode & 0o777, radix: 8))); the store writes it 0600, so it was changed by someone else. Ignoring it until the next update replaces it.")
@@ -122,7 +129,7 @@ struct PersistentListFile: Sendable {
         let cutoff = Date().addingTimeInterval(-60)
         for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
             let path = directory.appendingPathComponent(name).path
-            guard let info = FileStatus(path: path, followingSymlinks: false), info.isRegularFile,
+            guard let info = FileStatus(path: path, followingSymlinks: false), info.isRegularFile, info.isOwnedByEffectiveUserOrRoot,
                   Double(info.modificationSeconds) < cutoff.timeIntervalSince1970 else { continue }
             unlink(path)
         }

@@ -666,15 +666,19 @@ public final class PinStore: Sendable {
 
     /// Makes `entries` (verified, from `persisted`) the list in force and tells whoever keeps
     /// trust derived from the old one.
+    /// `fromFile`: the list was read from the store file at start-up, whose dates nobody signed
+    /// and which may be old; see ``RefreshSchedule/dueDate(ofListFromFile:signedTimestamp:now:periodicInterval:)``.
     private func install(_ entries: [FingerprintEntry], from persisted: PersistedList, timestamp: Int64?,
-                         domainsConfig: DomainsConfig?, now: Date) {
+                         domainsConfig: DomainsConfig?, now: Date, fromFile: Bool = false) {
         let list = StoredList(index: PinIndex(entries: entries), timestamp: timestamp,
                               updatedAt: persisted.updatedAt, identity: Self.identity(of: persisted),
                               domainsConfig: domainsConfig)
         // The file's date is not signed (and another process may run with a longer interval):
         // never later than this store's own periodic interval.
-        let nextUpdate = min(Date(timeIntervalSince1970: persisted.nextUpdate),
-                             now.addingTimeInterval(configuration.periodicUpdateInterval))
+        let nextUpdate = fromFile
+            ? RefreshSchedule.dueDate(ofListFromFile: persisted, signedTimestamp: timestamp, now: now,
+                                      periodicInterval: configuration.periodicUpdateInterval)
+            : min(Date(timeIntervalSince1970: persisted.nextUpdate), now.addingTimeInterval(configuration.periodicUpdateInterval))
         state.withLock { state in
             state.stored = list
             state.schedule.listApplied(nextUpdate: nextUpdate)
@@ -702,7 +706,8 @@ public final class PinStore: Sendable {
             let verified = try verify(persisted)
             let now = clock.now()
             let valid = verified.entries.filter { $0.isValid(at: now) }
-            install(valid, from: persisted, timestamp: verified.timestamp, domainsConfig: verified.domainsConfig, now: now)
+            install(valid, from: persisted, timestamp: verified.timestamp, domainsConfig: verified.domainsConfig, now: now,
+                    fromFile: true)
         } catch {
             logger.warning("ignoring the stored fingerprint list", metadata: ["reason": "\(error)", "file": "\(file.url.path)"])
         }
@@ -728,6 +733,8 @@ public final class PinStore: Sendable {
             try Self.checkRollback(verified, against: current)
             let valid = verified.entries.filter { $0.isValid(at: now) }
             guard !valid.isEmpty else { return false }
+            // Not `fromFile`: another process of this user (the loader refuses anyone else's
+            // file) has just downloaded it, so its schedule stands, within this store's interval.
             install(valid, from: persisted, timestamp: verified.timestamp, domainsConfig: verified.domainsConfig, now: now)
             logger.info("adopted the newer fingerprint list another process saved", metadata: ["entries": "\(valid.count)", "identifier": "\(configuration.identifier)"])
             return true

@@ -47,6 +47,25 @@ struct RefreshSchedule: Sendable, Equatable {
         dueDate = max(listDue, retryAt ?? listDue)
     }
 
+    /// When a list read from the store file at start-up is next due. The file's `nextUpdate` and
+    /// `updatedAt` are not signed, and the file may be old (a copy restored from a backup, one
+    /// planted before this user's store existed): the first download of a process must never
+    /// wait longer than the configuration allows. So the list is due at the earliest of the
+    /// file's `nextUpdate`, `periodicInterval` after the file says it was downloaded, and
+    /// `periodicInterval` after the signed timestamp, when the list has one (challenge mode,
+    /// whole-list signatures: the only date here nobody can forge); and at once when the file
+    /// has no download date, or one more than a minute ahead of the clock.
+    static func dueDate(ofListFromFile file: PersistedList, signedTimestamp: Int64?, now: Date,
+                        periodicInterval: TimeInterval) -> Date {
+        var due = min(Date(timeIntervalSince1970: file.nextUpdate), now.addingTimeInterval(periodicInterval))
+        guard let updatedAt = file.updatedAt, updatedAt <= now.timeIntervalSince1970 + firstRetryDelay else { return now }
+        due = min(due, Date(timeIntervalSince1970: updatedAt).addingTimeInterval(periodicInterval))
+        if let signedTimestamp {
+            due = min(due, Date(timeIntervalSince1970: TimeInterval(signedTimestamp)).addingTimeInterval(periodicInterval))
+        }
+        return due
+    }
+
     /// A minute after the first failure, doubling with each further one, never beyond the
     /// periodic interval (so a drill with a 2-second interval retries every 2 seconds).
     static func retryDelay(afterFailures failures: Int, periodicInterval: TimeInterval) -> TimeInterval {

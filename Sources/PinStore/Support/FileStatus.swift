@@ -22,6 +22,8 @@ struct FileStatus: Sendable, Equatable {
     var size: Int64
     /// The mode bits: file type and permissions.
     var mode: UInt32
+    /// The owner's user id.
+    var owner: UInt32
     /// The last modification, seconds since 1970.
     var modificationSeconds: Int64
     /// The nanoseconds of the last modification within its second.
@@ -35,6 +37,10 @@ struct FileStatus: Sendable, Equatable {
 
     /// The permission bits, set-id and sticky bits included (`0o7777`).
     var permissions: UInt32 { mode & 0o7777 }
+
+    /// Whether the process's effective user, or root, owns the file: only they can have
+    /// written it in a folder others may write to as well.
+    var isOwnedByEffectiveUserOrRoot: Bool { owner == UInt32(geteuid()) || owner == 0 }
 
     /// The status of `path`; nil when it cannot be had (missing, no permission).
     ///
@@ -58,6 +64,7 @@ struct FileStatus: Sendable, Equatable {
         inode = UInt64(info.st_ino)
         size = Int64(info.st_size)
         mode = UInt32(info.st_mode)
+        owner = UInt32(info.st_uid)
         #if canImport(Darwin)
         modificationSeconds = Int64(info.st_mtimespec.tv_sec)
         modificationNanoseconds = Int64(info.st_mtimespec.tv_nsec)

@@ -25,6 +25,8 @@ final class PinnedHTTPSTransport: Sendable {
     /// The configuration values captured when `.pinned(...)` made it: used when the session's own
     /// configuration cannot be read from the task.
     let defaults: SessionSettings
+    /// The logger the session was configured with (refusals at debug, faults at error).
+    let logger: Logger
 
     /// What a request takes from its session's configuration.
     struct SessionSettings: @unchecked Sendable {
@@ -82,6 +84,7 @@ final class PinnedHTTPSTransport: Sendable {
 
     init(verifier: PinningTLSVerifier, settings: SessionSettings, maximumConnectionsPerHost: Int, group: any EventLoopGroup) {
         defaults = settings
+        logger = verifier.logger
         self.group = group
         deadlineTimer = ResourceDeadlineTimer(eventLoop: group.next())
         var tls = TLSConfiguration.makeClientConfiguration()

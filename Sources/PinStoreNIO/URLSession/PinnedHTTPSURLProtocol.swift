@@ -1,6 +1,7 @@
 #if canImport(FoundationNetworking)
 import Foundation
 import FoundationNetworking
+import Logging
 import PinStore
 
 /// The `URLProtocol` a pinned session carries every http(s) request through.
@@ -37,9 +38,20 @@ final class PinnedHTTPSURLProtocol<Slot: PinnedSessionSlot>: URLProtocol {
     override func startLoading() {
         // On the task's work queue (corelibs calls startLoading there): the one place the
         // introspection may read the session's task registry.
-        let introspection = URLSessionTaskIntrospection(task: task)
-        let reporter = ClientReporter(self, queue: introspection.workQueue)
         let request = self.request
+        let introspection: URLSessionTaskIntrospection
+        do {
+            introspection = try URLSessionTaskIntrospection(task: task)
+        } catch {
+            // No work queue to hand the failure to may be known: this is that queue (corelibs
+            // calls startLoading on it), so the client is told right here.
+            PinnedSessionRegistry.transport(at: Slot.index)?.logger.error(
+                "pinned session refused a task: FoundationNetworking's internals are not as expected",
+                metadata: ["pinstore.field": "\(error.field)", "pinstore.reason": "\(error)"])
+            client?.urlProtocol(self, didFailWithError: PinnedHTTPSTransport.urlError(.unknown, request.url, "\(error)", underlying: error))
+            return
+        }
+        let reporter = ClientReporter(self, queue: introspection.workQueue)
         guard let transport = PinnedSessionRegistry.transport(at: Slot.index) else {
             reporter.fail(PinnedHTTPSTransport.urlError(.unknown, request.url, "No pinning transport is registered for this session."))
             return
@@ -53,9 +65,9 @@ final class PinnedHTTPSURLProtocol<Slot: PinnedSessionSlot>: URLProtocol {
                 "Download tasks cannot run on a pinned session on Linux (FoundationNetworking lets only its own protocols hand over the downloaded file). Use a data task: a delegate-based one receives the body in pieces to write to a file."))
             return
         }
-        let settings = introspection.session.map { transport.settings(of: $0) } ?? transport.defaults
+        let settings = transport.settings(of: introspection.session)
         let sink: any PinnedHTTPSTransport.Sink = introspection.reportsToSessionDelegate && task is URLSessionDataTask
-            ? StreamingSink(reporter: reporter, delegateQueue: introspection.session?.delegateQueue)
+            ? StreamingSink(reporter: reporter, delegateQueue: introspection.session.delegateQueue)
             : WholeSink(reporter: reporter)
         let uploadBody = introspection.uploadBody
         let decider = RedirectDelegate(task: task, session: introspection.session)?.decider

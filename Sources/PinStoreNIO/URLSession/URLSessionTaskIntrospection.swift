@@ -6,23 +6,27 @@ import PinStore
 
 /// What a URLProtocol on Linux needs to know about its task and cannot ask through public API,
 /// read from swift-corelibs-foundation's stored properties with `Mirror` (no writes, no
-/// private calls). Every lookup has a safe fallback when a Foundation release renames something.
+/// private calls). A field that is not where it was (a Foundation release renamed or moved it)
+/// is an error, never a guess: the pinned session then refuses the task with a `URLError` and an
+/// error log (``URLSessionIntrospectionError``) instead of running it unsafely. The canary test
+/// `URLSessionIntrospectionCanaryTests` checks every field on the toolchain in use.
 ///
 /// Why each one is needed (swift-corelibs-foundation, `URLSessionTask.swift`, `TaskRegistry.swift`):
 /// - `workQueue`: corelibs' client callbacks read the session's task registry, which "must only
 ///   be accessed on the owning session's work queue". Calling them from another thread races
 ///   with tasks being added and removed: the SIGSEGV in `URLSession.behaviour(for:)` seen under
-///   load. Every client call goes through this queue (fallback: one process-wide serial queue).
+///   load. Every client call goes through this queue.
 /// - `session`: its current `configuration` (headers, cookies, timeouts, as the session holds
 ///   them) and its `delegateQueue` (to see when the delegate has consumed a piece of the body).
-/// - the task's registered behaviour: only a task that reports to a session delegate can take
-///   its body in pieces; for completion handlers corelibs keeps only the last `didLoad`.
+/// - the task's registered behaviour (`taskRegistry.behaviours[taskIdentifier]`), read when the
+///   session has a data delegate: only a task that reports to it can take its body in pieces;
+///   for completion handlers corelibs keeps only the last `didLoad`.
 /// - `knownBody`: the body of `uploadTask(with:from:)` / `(fromFile:)`, which corelibs keeps in
 ///   the task and never puts in the request.
 struct URLSessionTaskIntrospection: @unchecked Sendable {
     // @unchecked: the session and queues are thread-safe Foundation objects.
     let workQueue: DispatchQueue
-    let session: URLSession?
+    let session: URLSession
     /// Whether the task reports to the session's delegate (its body may arrive in pieces).
     let reportsToSessionDelegate: Bool
     /// The body of an upload task, as corelibs keeps it.
@@ -33,26 +37,43 @@ struct URLSessionTaskIntrospection: @unchecked Sendable {
         case file(URL)
     }
 
-    /// The serial queue client calls take when the task's own queue cannot be found.
-    static let fallbackQueue = DispatchQueue(label: "PinStoreNIO.URLProtocolClient")
+    /// The stored-property names read, as swift-corelibs-foundation spells them. A parameter so
+    /// a test can ask for a field that does not exist and see the refusal.
+    struct Fields: Sendable {
+        var workQueue = "workQueue"
+        var session = "session"
+        var taskRegistry = "taskRegistry"
+        var behaviours = "behaviours"
+        var knownBody = "knownBody"
+
+        static let corelibs = Fields()
+    }
 
     /// Must be called on the task's work queue (`startLoading` is), where the registry may be read.
-    init(task: URLSessionTask?) {
-        guard let task else {
-            workQueue = Self.fallbackQueue
-            session = nil
-            reportsToSessionDelegate = false
-            uploadBody = nil
-            return
+    init(task: URLSessionTask?, fields: Fields = .corelibs) throws(URLSessionIntrospectionError) {
+        guard let task else { throw URLSessionIntrospectionError(field: "URLProtocol.task", problem: "is nil") }
+        guard let workQueue = Self.value(Self.property(fields.workQueue, of: task), as: DispatchQueue.self) else {
+            throw URLSessionIntrospectionError(field: "URLSessionTask.\(fields.workQueue)", problem: "was not found")
         }
-        workQueue = Self.value(Self.property("workQueue", of: task), as: DispatchQueue.self) ?? Self.fallbackQueue
-        let session = Self.value(Self.property("session", of: task), as: URLSession.self)
+        self.workQueue = workQueue
+        guard let session = Self.value(Self.property(fields.session, of: task), as: URLSession.self) else {
+            throw URLSessionIntrospectionError(field: "URLSessionTask.\(fields.session)", problem: "was not found")
+        }
         self.session = session
         var reports = false
         // Without a data delegate nothing can be streamed to: the registry need not be read.
-        if let session, session.delegate is URLSessionDataDelegate, let registry = Self.property("taskRegistry", of: session),
-           let behaviours = Self.property("behaviours", of: registry) as? [Int: Any],
-           let behaviour = behaviours[task.taskIdentifier] {
+        if session.delegate is URLSessionDataDelegate {
+            guard let registry = Self.unwrap(Self.property(fields.taskRegistry, of: session)) else {
+                throw URLSessionIntrospectionError(field: "URLSession.\(fields.taskRegistry)", problem: "was not found")
+            }
+            guard let behaviours = Self.unwrap(Self.property(fields.behaviours, of: registry)) as? [Int: Any] else {
+                throw URLSessionIntrospectionError(field: "URLSession.\(fields.taskRegistry).\(fields.behaviours)",
+                                                   problem: "was not found or is not keyed by task identifier")
+            }
+            guard let behaviour = behaviours[task.taskIdentifier] else {
+                throw URLSessionIntrospectionError(field: "URLSession.\(fields.taskRegistry).\(fields.behaviours)[\(task.taskIdentifier)]",
+                                                   problem: "has no entry for the task")
+            }
             reports = String(describing: behaviour) == "callDelegate"
         }
         reportsToSessionDelegate = reports
@@ -62,19 +83,33 @@ struct URLSessionTaskIntrospection: @unchecked Sendable {
             uploadBody = nil
             return
         }
-        switch Self.unwrap(Self.property("knownBody", of: task)).map({ Mirror(reflecting: $0) })?.children.first {
+        guard let stored = Self.property(fields.knownBody, of: task) else {
+            throw URLSessionIntrospectionError(field: "URLSessionTask.\(fields.knownBody)", problem: "was not found")
+        }
+        // nil, or a case without a payload (`.none`): the task has no body of its own.
+        switch Self.unwrap(stored).map({ Mirror(reflecting: $0) })?.children.first {
+        case nil:
+            uploadBody = nil
         case let child? where child.label == "data":
             if let data = child.value as? DispatchData {
                 uploadBody = .data(Data(data))
             } else if let data = child.value as? Data {
                 uploadBody = .data(data)
             } else {
-                uploadBody = nil
+                throw URLSessionIntrospectionError(field: "URLSessionTask.\(fields.knownBody).data",
+                                                   problem: "holds \(type(of: child.value)), not DispatchData or Data")
             }
         case let child? where child.label == "file":
-            uploadBody = (child.value as? URL).map { .file($0) }
-        default:
-            uploadBody = nil
+            guard let url = child.value as? URL else {
+                throw URLSessionIntrospectionError(field: "URLSessionTask.\(fields.knownBody).file",
+                                                   problem: "holds \(type(of: child.value)), not a URL")
+            }
+            uploadBody = .file(url)
+        case let child?:
+            // A body the pinned session does not know how to read (a stream): refusing it is
+            // better than sending the request without it.
+            throw URLSessionIntrospectionError(field: "URLSessionTask.\(fields.knownBody).\(child.label ?? "?")",
+                                               problem: "is a kind of upload body the pinned session cannot read")
         }
     }
 
@@ -134,6 +169,19 @@ struct URLSessionTaskIntrospection: @unchecked Sendable {
         let mirror = Mirror(reflecting: value)
         guard mirror.displayStyle == .optional else { return value }
         return mirror.children.first.flatMap { unwrap($0.value) }
+    }
+}
+
+/// A field of FoundationNetworking the pinned session reads was not where it was: the task is
+/// refused (``URLSessionTaskIntrospection``).
+struct URLSessionIntrospectionError: Error, Sendable, CustomStringConvertible {
+    /// The field, as `Type.property` (`URLSessionTask.workQueue`).
+    let field: String
+    /// What is wrong with it.
+    let problem: String
+
+    var description: String {
+        "FoundationNetworking's \(field) \(problem) on this toolchain. The pinned session refuses the task rather than run it unsafely (unsynchronised callbacks, a lost body); a PinStore release for this Foundation version is needed."
     }
 }
 #endif

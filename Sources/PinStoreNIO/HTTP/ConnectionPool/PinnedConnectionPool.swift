@@ -146,10 +146,15 @@ final class PinnedConnectionPool: Sendable {
         }
     }
 
-    private func connectionEstablished(_ connection: PinnedConnection) {
+    /// `admittedUnder`: the list generation read before the connection's handshake (and so its
+    /// pin check) began. Comparing with the pool's `checkedGeneration` instead is not enough: a
+    /// request that arrived meanwhile may already have moved that to the new generation, and a
+    /// connection whose chain the old list admitted would then join the pool unchecked (the live
+    /// pool race test saw it).
+    private func connectionEstablished(_ connection: PinnedConnection, admittedUnder: UInt64) {
         modifyStateAndRunEffects { state in
             let generation = store.listGeneration
-            if generation != state.checkedGeneration, !stillPinned(connection) {
+            if generation != admittedUnder || generation != state.checkedGeneration, !stillPinned(connection) {
                 // Admitted under a list that has changed since, and no longer pinned: refuse it as
                 // the pin check would now.
                 verifier.logger.debug("new connection no longer pinned after a list change; closed", metadata: [
@@ -276,6 +281,9 @@ final class PinnedConnectionPool: Sendable {
                 connectionFailed(id, failure)
                 return
             }
+            // Before the handshake: a list installed after this read is checked for again
+            // once the connection is up.
+            let admittedUnder = store.listGeneration
             let events = PinnedConnection.Events(
                 requestFinished: { [weak self] reusable in self?.requestFinished(on: id, reusable: reusable) },
                 closed: { [weak self] in self?.connectionClosed(id) })
@@ -283,7 +291,7 @@ final class PinnedConnectionPool: Sendable {
                                      timeout: timeout, events: events,
                                      streamEnded: { [weak self] in self?.requestFinished(on: id, reusable: true) }).whenComplete { [weak self] result in
                 switch result {
-                case .success(let connection): self?.connectionEstablished(connection)
+                case .success(let connection): self?.connectionEstablished(connection, admittedUnder: admittedUnder)
                 case .failure(let error): self?.connectionFailed(id, PinnedHTTPFailure.classify(error, decision: nil))
                 }
             }

@@ -1,0 +1,90 @@
+import Foundation
+import MetricsTestKit
+import PinStore
+import PinStoreDevServer
+import PinStoreTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A collector that takes a report and never answers costs one delivery limit (15 s by default),
+/// not the session's 60-second timeout, and never holds the reporter's queue longer.
+@Suite struct PinFailureReportDeliveryLimitTests {
+    /// A TCP port on 127.0.0.1 that completes connections (the kernel's backlog) and never
+    /// reads or answers: a collector that hangs. Closed by `close()`.
+    final class SilentListener: Sendable {
+        let port: Int
+        private let descriptor: Int32
+
+        init() throws {
+            #if canImport(Glibc)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            #else
+            let fd = socket(AF_INET, SOCK_STREAM, 0)
+            #endif
+            try #require(fd >= 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            #if canImport(Darwin)
+            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+            #endif
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = 0
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            try #require(bound == 0 && listen(fd, 16) == 0)
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let named = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            }
+            try #require(named == 0)
+            descriptor = fd
+            port = Int(UInt16(bigEndian: address.sin_port))
+        }
+
+        func close() { _ = systemClose(descriptor) }
+    }
+
+    @Test func theURLSessionSenderGivesUpOnASilentCollectorAtItsLimit() async throws {
+        let listener = try SilentListener()
+        defer { listener.close() }
+        let uri = try #require(URL(string: "http://127.0.0.1:\(listener.port)/pin-reports"))
+        let started = Date()
+        await #expect(throws: PinFailureReportDeliveryError.self) {
+            try await URLSessionReportSender().send(Data("{}".utf8), to: uri, timeout: 1)
+        }
+        #expect(Date().timeIntervalSince(started) < 10)   // the session's default would be 60 s
+    }
+
+    @Test func aSenderThatNeverReturnsCountsAsAFailedDeliveryAtTheLimit() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let sender = RecordingReportSender(fails: false)
+        sender.hold()   // holds every delivery until released, ignoring cancellation
+        defer { sender.release() }
+        let metrics = TestMetrics()
+        var limits = PinFailureReporter.Limits()
+        limits.timeout = 0.5
+        let store = try PinFailureReportTests.store(directory, sender: sender, limits: limits, metrics: metrics)
+        _ = PinFailureReportTests.evaluator(store).evaluateNow(host: "localhost", presentedChain: try PinFailureReportTests.chain("attacker-chain.pem"),
+                                                               at: ChainValidatorTests.now)
+        let deadline = Date().addingTimeInterval(10)
+        while PinFailureReportTests.reportCount(metrics, "failed") == 0, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(PinFailureReportTests.reportCount(metrics, "failed") == 1)
+        #expect(PinFailureReportTests.reportCount(metrics, "sent") == 0)
+    }
+}
+
+/// `close(2)`, out of the way of `SilentListener.close()`.
+private func systemClose(_ descriptor: Int32) -> Int32 {
+    #if canImport(Glibc)
+    Glibc.close(descriptor)
+    #else
+    Darwin.close(descriptor)
+    #endif
+}
