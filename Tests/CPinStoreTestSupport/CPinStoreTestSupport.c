@@ -1,4 +1,9 @@
 #include "CPinStoreTestSupport.h"
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #if defined(__linux__)
 #include <malloc.h>
 #endif
@@ -9,4 +14,26 @@ size_t CPinStoreTestSupport_heapInUse(void) {
 #else
     return 0;
 #endif
+}
+
+int CPinStoreTestSupport_silentListener(int *port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    struct sockaddr_in address;
+    memset(&address, 0, sizeof address);
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = inet_addr("127.0.0.1");
+    address.sin_port = 0;
+    socklen_t length = sizeof address;
+    if (bind(fd, (struct sockaddr *)&address, sizeof address) != 0 || listen(fd, 16) != 0
+        || getsockname(fd, (struct sockaddr *)&address, &length) != 0) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(address.sin_port);
+    return fd;
+}
+
+void CPinStoreTestSupport_close(int descriptor) {
+    close(descriptor);
 }

@@ -4,11 +4,7 @@ import PinStore
 import PinStoreDevServer
 import PinStoreTestSupport
 import Testing
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import CPinStoreTestSupport
 
 /// A collector that takes a report and never answers costs one delivery limit (15 s by default),
 /// not the session's 60-second timeout, and never holds the reporter's queue longer.
@@ -20,33 +16,14 @@ import Darwin
         private let descriptor: Int32
 
         init() throws {
-            #if canImport(Glibc)
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            #else
-            let fd = socket(AF_INET, SOCK_STREAM, 0)
-            #endif
+            var port: Int32 = 0
+            let fd = CPinStoreTestSupport_silentListener(&port)
             try #require(fd >= 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            #if canImport(Darwin)
-            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
-            #endif
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = 0
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            try #require(bound == 0 && listen(fd, 16) == 0)
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let named = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-            }
-            try #require(named == 0)
             descriptor = fd
-            port = Int(UInt16(bigEndian: address.sin_port))
+            self.port = Int(port)
         }
 
-        func close() { _ = systemClose(descriptor) }
+        func close() { CPinStoreTestSupport_close(descriptor) }
     }
 
     @Test func theURLSessionSenderGivesUpOnASilentCollectorAtItsLimit() async throws {
@@ -78,13 +55,4 @@ import Darwin
         #expect(PinFailureReportTests.reportCount(metrics, "failed") == 1)
         #expect(PinFailureReportTests.reportCount(metrics, "sent") == 0)
     }
-}
-
-/// `close(2)`, out of the way of `SilentListener.close()`.
-private func systemClose(_ descriptor: Int32) -> Int32 {
-    #if canImport(Glibc)
-    Glibc.close(descriptor)
-    #else
-    Darwin.close(descriptor)
-    #endif
 }

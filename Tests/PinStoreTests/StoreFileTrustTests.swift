@@ -40,7 +40,7 @@ import Darwin
                      clock: ManualClock(now))
     }
 
-    @Test(.enabled(if: geteuid() == 0, "giving a file to another user needs root"))
+    @Test(.enabled(if: FileStatus.effectiveUser == 0, "giving a file to another user needs root"))
     func aStoreFileOwnedByAnotherUserIsIgnoredWithAWarning() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanUp() }
@@ -54,7 +54,7 @@ import Darwin
         #expect(records.all.contains { $0.level == .warning && $0.message.contains("ignoring the stored fingerprint list") })
     }
 
-    @Test(.enabled(if: geteuid() == 0, "giving a file to another user needs root"))
+    @Test(.enabled(if: FileStatus.effectiveUser == 0, "giving a file to another user needs root"))
     func theRefusalOfAnotherUsersStoreFileNamesTheOwner() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanUp() }
@@ -64,7 +64,7 @@ import Darwin
         #expect(error?.description.contains("belongs to user 65534") == true)
     }
 
-    @Test(.enabled(if: geteuid() == 0, "giving a file to root needs root"))
+    @Test(.enabled(if: FileStatus.effectiveUser == 0, "giving a file to root needs root"))
     func aStoreFileOwnedByRootLoads() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanUp() }

@@ -73,7 +73,7 @@ struct PersistentListFile: Sendable {
         // Before anything else is read: in a folder others may write to (a sticky /tmp), a file
         // another user owns may be an old, validly signed list planted to take effect at start-up.
         guard info.isOwnedByEffectiveUserOrRoot else {
-            throw PinStoreError(.storage, "The store file \(path) belongs to user \(info.owner), not to this process's user (\(geteuid())) or root; someone else may have planted it. Ignoring it: remove it, or give the store a private storage directory (0700).")
+            throw PinStoreError(.storage, "The store file \(path) belongs to user \(info.owner), not to this process's user (\(FileStatus.effectiveUser)) or root; someone else may have planted it. Ignoring it: remove it, or give the store a private storage directory (0700).")
         }
         guard !info.isWritableByGroupOrOthers else {
             throw PinStoreError(.storage, "The store file \(path) is writable by group or others (mode \(String(info.mode & 0o777, radix: 8))); the store writes it 0600, so it was changed by someone else. Ignoring it until the next update replaces it.")

@@ -40,7 +40,10 @@ struct FileStatus: Sendable, Equatable {
 
     /// Whether the process's effective user, or root, owns the file: only they can have
     /// written it in a folder others may write to as well.
-    var isOwnedByEffectiveUserOrRoot: Bool { owner == UInt32(geteuid()) || owner == 0 }
+    var isOwnedByEffectiveUserOrRoot: Bool { owner == Self.effectiveUser || owner == 0 }
+
+    /// The process's effective user id (here, so that no other file names a libc call).
+    static var effectiveUser: UInt32 { UInt32(geteuid()) }
 
     /// The status of `path`; nil when it cannot be had (missing, no permission).
     ///

@@ -6,4 +6,13 @@
 /// Bytes of heap currently allocated by malloc (glibc `mallinfo2().uordblks`); 0 where unknown.
 size_t CPinStoreTestSupport_heapInUse(void);
 
+/// A TCP socket listening on 127.0.0.1 at a port the kernel picks, that nobody ever accepts
+/// from: connections complete (the backlog) and hang. Returns the descriptor and sets `*port`,
+/// or -1. Written in C because the socket structures differ between Glibc and Darwin
+/// (`sin_len`, `SOCK_STREAM`'s type) and C spells them the same on both.
+int CPinStoreTestSupport_silentListener(int *port);
+
+/// Closes a descriptor from `CPinStoreTestSupport_silentListener`.
+void CPinStoreTestSupport_close(int descriptor);
+
 #endif

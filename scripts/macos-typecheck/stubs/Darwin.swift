@@ -17,6 +17,9 @@ public func lstat(_ path: UnsafePointer<CChar>!, _ buf: UnsafeMutablePointer<_Da
 public func fstat(_ fd: Int32, _ buf: UnsafeMutablePointer<_DarwinStubTypes.stat>!) -> Int32 {
     fatalError("stub")
 }
+public func geteuid() -> uid_t {
+    fatalError("stub")
+}
 
 public var S_IFMT: mode_t { mode_t(0o170000) }
 public var S_IFREG: mode_t { mode_t(0o100000) }
