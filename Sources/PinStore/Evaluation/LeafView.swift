@@ -11,6 +11,8 @@ import Foundation
 // - a leaf with an IP-address name equal to the peer address (or with IP-address names and an
 //   unknown peer) could stand for any host at all, for which the chain-aware decision refuses
 //   (most hosts fail its host-name check): the leaf view refuses it;
+// - a wildcard name without a parent domain (`*`, `pay*`) matches every one-label host, and a
+//   name that is not a host name cannot be decided: the leaf view refuses both;
 // - otherwise H is one of the hosts the leaf's DNS names cover. Every such host is decided by
 //   the same rules as the chain-aware adapters (``PinningRules``), over what the leaf alone
 //   proves (``ChainEvidence/leafOnly(_:)``: a pin above the leaf is never proved), and the
