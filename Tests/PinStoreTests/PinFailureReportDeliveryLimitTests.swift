@@ -34,7 +34,8 @@ import CPinStoreTestSupport
         await #expect(throws: PinFailureReportDeliveryError.self) {
             try await URLSessionReportSender().send(Data("{}".utf8), to: uri, timeout: 1)
         }
-        #expect(Date().timeIntervalSince(started) < 10)   // the session's default would be 60 s
+        // The session's default would be 60 s; the bound leaves room for a sanitized, loaded run.
+        #expect(Date().timeIntervalSince(started) < 30)
     }
 
     @Test func aSenderThatNeverReturnsCountsAsAFailedDeliveryAtTheLimit() async throws {
