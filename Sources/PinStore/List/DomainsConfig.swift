@@ -35,19 +35,6 @@ struct DomainsConfig: Sendable, Hashable {
         domains[host] ?? pinningRequiredForUnlisted
     }
 
-    /// Whether every host a certificate name can serve needs no pins, for adapters that know the
-    /// leaf but not the requested host. A wildcard name (`*.example.com`, `f*.example.com`) can
-    /// serve hosts this object does not list, so it needs ``pinningRequiredForUnlisted`` false and
-    /// no listed host under its parent that requires pins.
-    func pinningRequired(forCertificateName name: String) -> Bool {
-        guard let dot = name.firstIndex(of: "."), name[..<dot].contains("*") else {
-            return pinningRequired(for: name)
-        }
-        if pinningRequiredForUnlisted { return true }
-        let parent = name[dot...]
-        return domains.contains { $0.value && $0.key.hasSuffix(parent) }
-    }
-
     /// The `domainsConfig` member of a verified challenge-mode `body`, or nil when it has none.
     ///
     /// - Throws: ``PinStoreError/Code/invalidListData`` when the member is there but malformed:
