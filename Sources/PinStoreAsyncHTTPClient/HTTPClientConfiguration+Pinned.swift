@@ -15,11 +15,11 @@ extension HTTPClient.Configuration {
     /// let response = try await client.execute(HTTPClientRequest(url: "https://api.example.com/v1/items"), timeout: .seconds(30))
     /// ```
     ///
-    /// See ``pin(with:eventLoopGroup:updateOnEmpty:updateOnMismatch:logger:)`` for what is
+    /// See ``pin(with:eventLoopGroup:trustRoots:updateOnEmpty:updateOnMismatch:logger:)`` for what is
     /// checked and when. On macOS, AsyncHTTPClient's default group runs TLS in Network.framework,
     /// where nothing can be pinned, so there the call above throws
     /// ``PinnedHTTPClientError/Code/unsupportedEventLoopGroup``: use
-    /// ``AsyncHTTPClient/HTTPClient/init(pinnedBy:eventLoopGroup:configuration:updateOnEmpty:updateOnMismatch:logger:)``,
+    /// ``AsyncHTTPClient/HTTPClient/init(pinnedBy:eventLoopGroup:configuration:trustRoots:updateOnEmpty:updateOnMismatch:logger:)``,
     /// which runs on `MultiThreadedEventLoopGroup.singleton` on every platform.
     ///
     /// - Parameters:
@@ -28,6 +28,8 @@ extension HTTPClient.Configuration {
     ///     The default is AsyncHTTPClient's, the group of `.singleton` and `HTTPClient(configuration:)`.
     ///   - tlsConfiguration: The TLS settings; its `trustRoots` are the anchors of the default
     ///     verification (the system store unless set, for instance `.certificates([privateCA])`).
+    ///   - trustRoots: The anchors as PinStore's `TrustRoots`, the value the pinned URLSession
+    ///     and `PinningTLSVerifier` take; when given, they replace `tlsConfiguration`'s.
     ///   - updateOnEmpty: Whether a connection to a host without pins first waits for one
     ///     rate-limited list update (at most one a minute on behalf of refusals).
     ///   - updateOnMismatch: The same after a pin mismatch, so an unannounced certificate rotation
@@ -38,10 +40,11 @@ extension HTTPClient.Configuration {
     ///   swift-nio-ssl (NIOTransportServices on macOS).
     public static func pinned(by store: PinStore, eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
                               tlsConfiguration: TLSConfiguration = .makeClientConfiguration(),
+                              trustRoots: TrustRoots? = nil,
                               updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
                               logger: Logger? = nil) throws(PinnedHTTPClientError) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration(tlsConfiguration: tlsConfiguration)
-        try configuration.pin(with: store, eventLoopGroup: eventLoopGroup, updateOnEmpty: updateOnEmpty,
+        try configuration.pin(with: store, eventLoopGroup: eventLoopGroup, trustRoots: trustRoots, updateOnEmpty: updateOnEmpty,
                               updateOnMismatch: updateOnMismatch, logger: logger)
         return configuration
     }
@@ -94,6 +97,10 @@ extension HTTPClient.Configuration {
     ///   - store: The pins.
     ///   - eventLoopGroup: The group the client will run on (pass the same one to `HTTPClient`).
     ///     The default is AsyncHTTPClient's, the group of `.singleton` and `HTTPClient(configuration:)`.
+    ///   - trustRoots: The anchors as PinStore's `TrustRoots` (a private CA given once for every
+    ///     adapter, without importing NIOSSL); when given, they replace the TLS configuration's.
+    ///     Anchors must be self-signed roots here: swift-nio-ssl does not end a chain at an
+    ///     intermediate.
     ///   - updateOnEmpty: Whether a connection to a host without pins first waits for one
     ///     rate-limited list update.
     ///   - updateOnMismatch: The same after a pin mismatch.
@@ -103,8 +110,18 @@ extension HTTPClient.Configuration {
     ///   cannot meet the transport minimums, or when AsyncHTTPClient would not do TLS on
     ///   `eventLoopGroup` through swift-nio-ssl (``PinnedHTTPClientError/Code/unsupportedEventLoopGroup``).
     public mutating func pin(with store: PinStore, eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
+                             trustRoots: TrustRoots? = nil,
                              updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
                              logger: Logger? = nil) throws(PinnedHTTPClientError) {
+        if let trustRoots {
+            var tls = tlsConfiguration ?? .makeClientConfiguration()
+            do {
+                try tls.setTrustRoots(trustRoots)
+            } catch {
+                throw .invalidTrustRoots(error)
+            }
+            tlsConfiguration = tls
+        }
         if let tls = tlsConfiguration {
             switch tls.certificateVerification {
             case .fullVerification: break
@@ -147,8 +164,10 @@ extension HTTPClient {
     /// - Parameters:
     ///   - store: The pins.
     ///   - eventLoopGroup: The group the client runs on; NIOPosix's shared one unless given.
-    ///   - configuration: The other settings (timeouts, `tlsConfiguration` with `trustRoots`...);
-    ///     pinned here with ``Configuration/pin(with:eventLoopGroup:updateOnEmpty:updateOnMismatch:logger:)``.
+    ///   - configuration: The other settings (timeouts, `tlsConfiguration`...); pinned here with
+    ///     ``Configuration/pin(with:eventLoopGroup:trustRoots:updateOnEmpty:updateOnMismatch:logger:)``.
+    ///   - trustRoots: The anchors as PinStore's `TrustRoots`, the value every adapter takes (for
+    ///     a private CA: `try .anchors(pem: partnerCAPEM)`); the system store unless given.
     ///   - updateOnEmpty: Whether a connection to a host without pins first waits for one
     ///     rate-limited list update.
     ///   - updateOnMismatch: The same after a pin mismatch.
@@ -157,10 +176,11 @@ extension HTTPClient {
     public convenience init(pinnedBy store: PinStore,
                             eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
                             configuration: Configuration = Configuration(),
+                            trustRoots: TrustRoots? = nil,
                             updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
                             logger: Logger? = nil) throws(PinnedHTTPClientError) {
         var configuration = configuration
-        try configuration.pin(with: store, eventLoopGroup: eventLoopGroup, updateOnEmpty: updateOnEmpty,
+        try configuration.pin(with: store, eventLoopGroup: eventLoopGroup, trustRoots: trustRoots, updateOnEmpty: updateOnEmpty,
                               updateOnMismatch: updateOnMismatch, logger: logger)
         self.init(eventLoopGroup: eventLoopGroup, configuration: configuration)
     }

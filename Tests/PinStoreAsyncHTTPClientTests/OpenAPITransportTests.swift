@@ -56,4 +56,26 @@ import Testing
         #expect(failure?.reason == .pinMismatch)
         #expect(server.receivedBytes == 0)
     }
+
+    /// A generated client reports a transport error as OpenAPIRuntime's `ClientError`, with the
+    /// refusal as its `underlyingError`: `PinningFailure(unwrapping:)` finds it there.
+    @Test func thePinningFailureIsFoundInsideAnOpenAPIClientError() async throws {
+        let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-dnsonly-chain.pem"], key: "pki/attacker-dnsonly.key.pem")
+        let store = try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")])
+        var configuration = try HTTPClient.Configuration.pinned(by: store, eventLoopGroup: Pins.group, tlsConfiguration: Pins.tls(),
+                                                                updateOnMismatch: false)
+        configuration.dnsOverride = Pins.loopbackOverride()
+        let pinnedClient = HTTPClient(eventLoopGroup: Pins.group, configuration: configuration)
+        let client = HelloClient(serverURL: URL(string: server.baseURL)!,
+                                 transport: AsyncHTTPClientTransport(configuration: .init(client: pinnedClient)))
+        var thrown: (any Error)?
+        do { _ = try await client.getHello() } catch { thrown = error }
+        try await pinnedClient.shutdown()
+        await server.shutdown()
+        let underlying = try #require(thrown)
+        let wrapped = ClientError(operationID: "getHello", operationInput: "", causeDescription: "Transport threw an error.",
+                                  underlyingError: underlying)
+        #expect(PinningFailure(unwrapping: wrapped)?.reason == .pinMismatch)
+        #expect(PinningFailure(unwrapping: HelloClient.UnexpectedResponse(status: 500)) == nil)
+    }
 }

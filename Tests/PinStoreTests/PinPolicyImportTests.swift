@@ -123,3 +123,24 @@ import Testing
         #expect(Self.importError { try PinPolicyImport.networkSecurityConfig(Data(xml.utf8)) } != nil)
     }
 }
+
+/// `TrustRoots.anchors(pem:)`: a private CA given once, as PEM text.
+@Suite struct TrustRootsFromPEMTests {
+    @Test func thePEMsCertificatesAreTheAnchors() throws {
+        let roots = try TrustRoots.anchors(pem: TestResources.fixtureText("pki/root-ca.pem"))
+        #expect(roots.anchors.map(\.fingerprint) == [try TestResources.certificate("pki/root-ca.pem").fingerprint])
+        #expect(!roots.includesSystemStore)
+    }
+
+    @Test func textWithoutACertificateIsRefused() {
+        #expect(throws: PinStoreError.self) { try TrustRoots.anchors(pem: "no certificate here") }
+    }
+
+    @Test func aChainUnderThePEMsRootValidates() throws {
+        let roots = try TrustRoots.anchors(pem: TestResources.fixtureText("pki/root-ca.pem"))
+        let evaluator = PinningEvaluator(store: try PinPolicyTests.store(fallback: TestResources.fixture("lists/fallback.json")),
+                                         trustRoots: roots, updateOnEmpty: false, updateOnMismatch: false)
+        #expect(evaluator.evaluateNow(host: "localhost", presentedChain: try TestResources.chainDER("pki/localhost-chain.pem"),
+                                      at: PinPolicyTests.now).isAllowed)
+    }
+}

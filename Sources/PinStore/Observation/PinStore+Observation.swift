@@ -1,7 +1,7 @@
 import Foundation
 
 /// One pinning decision an adapter made with a store: which host, what was decided, when.
-public struct PinningEvent: Sendable {
+public struct PinningEvent: Sendable, CustomStringConvertible {
     /// The host name (or IP address) the client connected to.
     public let host: String
     /// What the adapter decided.
@@ -25,6 +25,12 @@ public struct PinningEvent: Sendable {
         self.decision = decision
         self.date = date
         self.enforced = decision.reportedFailure == nil
+    }
+
+    /// One line, for line-based log shipping: the host and the decision (a failure's summary,
+    /// without its multi-line details).
+    public var description: String {
+        "\(host): \(decision)".replacingOccurrences(of: "\n", with: " ")
     }
 }
 
