@@ -83,10 +83,30 @@ extension PinStore {
         let event = PinningEvent(host: host, decision: decision, date: clock.now())
         let continuations = observers.withLock { Array($0.decisionContinuations.values) }
         for continuation in continuations { continuation.yield(event) }
-        metrics.record(decision)
+        metrics.record(decision, host: metricsHost(host))
         logReportOnly(decision, host: host)
         reportPinFailure(decision, host: host, port: port, servedChain: servedChain,
                          validatedChain: validatedChain ?? decision.validatedChain, enforced: event.enforced, at: event.date)
+    }
+
+    /// The `host` dimension of `pinstore_decisions_total` for a connection to `host`: the name
+    /// itself when the configuration or the list pins or expects it by that name, the pattern
+    /// when only a wildcard (a list's `*.` entry, a policy's `*.`/`**.` or subdomains) covers
+    /// it, and `other` for everything else, so a hostile or unbounded set of hosts cannot grow
+    /// the label set beyond what the configuration and the lists name.
+    func metricsHost(_ host: String) -> String {
+        guard let key = HostName.lookupKey(host) else { return "other" }
+        let list = state.withLock { $0.stored?.index }
+        for index in [list, fallbackIndex].compactMap({ $0 }) where index.exact[key] != nil { return key }
+        if expectedNames?.contains(key) == true { return key }
+        if let policy = staticPins.policies.first(where: { $0.pattern.matches(key) }) {
+            return policy.pattern.kind == .exact || policy.pattern.kind == .address ? key : policy.policy.domain.lowercased()
+        }
+        if let dot = key.firstIndex(of: "."), dot != key.startIndex {
+            let parent = String(key[key.index(after: dot)...])
+            for index in [list, fallbackIndex].compactMap({ $0 }) where index.wildcard[parent] != nil { return "*." + parent }
+        }
+        return "other"
     }
 
     /// Registers `handler`, called after every change of the list in force (an update applied,

@@ -748,6 +748,10 @@ public final class PinStore: Sendable {
         let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
         metrics.validPins.record((stored?.index.validPinCount(at: seconds) ?? 0) + fallbackIndex.validPinCount(at: seconds))
         if !staticPins.policies.isEmpty { metrics.expiredPolicies.record(staticPins.expiredPolicies(at: seconds).count) }
+        let nextExpiry = staticPins.policies.reduce(min(stored?.index.nextExpiry(after: seconds) ?? .max, fallbackIndex.nextExpiry(after: seconds))) {
+            $1.expires > seconds ? min($0, $1.expires) : $0
+        }
+        if nextExpiry < .max { metrics.nextPinExpiry.record(nextExpiry - seconds) }
         if let updatedAt = stored?.updatedAt {
             metrics.listAge.record(max(0, now.timeIntervalSince1970 - updatedAt))
         }
