@@ -69,11 +69,11 @@ extension HTTPClient.Configuration {
     /// only if the chain-aware decision allows it for every host it could have been presented
     /// for (each DNS name, every host under a wildcard name). A leaf naming the server's own IP
     /// address is refused: swift-nio-ssl accepts it for any requested host. Hosts pinned only by
-    /// issuer pins are refused (``PinStore/PinningFailure/Reason/issuerPinsNeedChain``): use
+    /// issuer pins are refused (`PinStore/PinningFailure/Reason/issuerPinsNeedChain`): use
     /// PinStoreNIO for those.
     ///
     /// A refused connection is closed before a request byte is written and its requests fail
-    /// with the ``PinStore/PinningFailure``. This sets `connectionPool.retryConnectionEstablishment`
+    /// with the `PinStore/PinningFailure`. This sets `connectionPool.retryConnectionEstablishment`
     /// to false so they fail at once; with retries on (set it back after this call), AsyncHTTPClient
     /// reconnects with backoff and the request fails with the same error only at `timeout.connect`.
     /// Admitted connections whose pins a list update removes are closed before they carry another
@@ -83,7 +83,7 @@ extension HTTPClient.Configuration {
     /// `HTTPClientRequest.tlsConfiguration` is not visible here: keep `.fullVerification` in it.
     ///
     /// ATS's transport minimums: the client's TLS configuration gets a minimum version of TLS 1.2
-    /// (or the lowest a ``PinStore/TransportSecurityException`` allows any host, each connection's
+    /// (or the lowest a `PinStore/TransportSecurityException` allows any host, each connection's
     /// negotiated version then checked against its own host's minimum in the initializer) and
     /// forward-secret suites only, for every host: AsyncHTTPClient cannot show which suite a
     /// connection negotiated, so a forward-secrecy exception cannot be honoured per host here

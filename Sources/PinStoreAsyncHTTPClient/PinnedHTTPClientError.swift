@@ -2,7 +2,7 @@ import NIOCore
 
 /// A configuration or connection that pinning an `HTTPClient` cannot allow.
 ///
-/// Pin refusals themselves fail requests with the ``PinStore/PinningFailure`` that says why;
+/// Pin refusals themselves fail requests with the `PinStore/PinningFailure` that says why;
 /// this error is for what would make the pin check meaningless.
 ///
 /// ```swift

@@ -27,13 +27,16 @@ import Testing
 
     @Test func infoPlistDomainsBecomePoliciesWithTheirIdentityKinds() throws {
         let policies = try Self.plist("Info.plist")
-        #expect(policies.map(\.domain) == ["127.0.0.1", "localhost", "pinstore.test"])
+        #expect(policies.map(\.domain) == ["127.0.0.1", "localhost", "pinstore.test", "*.pinstore.test"])
         let localhost = try #require(policies.first { $0.domain == "localhost" })
         #expect(localhost.pins == [.leafKey(spkiSHA256Base64: try Self.spki("localhost")), .leafKey(spkiSHA256Base64: try Self.spki("localhost-next"))])
         #expect(!localhost.includesSubdomains && !localhost.requiresMatchInEachCategory)
+        // NSIncludesSubdomains: the domain and one label below it, as two policies.
         let domain = try #require(policies.first { $0.domain == "pinstore.test" })
-        #expect(domain.includesSubdomains)
+        let oneLabelBelow = try #require(policies.first { $0.domain == "*.pinstore.test" })
+        #expect(!domain.includesSubdomains && !oneLabelBelow.includesSubdomains)
         #expect(domain.pins == [.caKey(spkiSHA256Base64: try Self.spki("intermediate-ca")), .caKey(spkiSHA256Base64: try Self.spki("root-ca"))])
+        #expect(oneLabelBelow.pins == domain.pins)
     }
 
     @Test func aBinaryInfoPlistImportsLikeTheXMLOne() throws {
