@@ -184,6 +184,8 @@ import Testing
     }
 
     // testAttributes (attributes.xml): Android's base-config attributes, hstsEnforced included.
+    // XmlConfigSource.parseConfigEntry reads hstsEnforced and cleartextTrafficPermitted on every
+    // config entry; the import refuses hstsEnforced as an unknown attribute.
     @Test func testAttributes() throws {
         let xml = """
         <?xml version="1.0" encoding="utf-8"?>
@@ -192,7 +194,10 @@ import Testing
           </base-config>
         </network-security-config>
         """
-        #expect(try Self.policies(xml).isEmpty)
+        withKnownIssue("issue 24: the import refuses Android's hstsEnforced attribute, which XmlConfigSource reads") {
+            let policies = try Self.policies(xml)
+            #expect(policies.isEmpty)
+        }
     }
 
     // testDebugOverridesDisabled / testBasicDebugOverrides (debug_basic.xml) and
@@ -987,12 +992,25 @@ import Testing
         #expect(error?.code == .invalidConfiguration)
     }
 
-    @Test func anExactAOneLabelAndAnAnyDepthPolicyOnOneDomainAreAccepted() throws {
-        let store = try P.store([P.anyKeyPolicy("example.com", [try P.spki(P.a), P.fake1]),
+    // `**.example.com` names example.com itself as `example.com` with subdomains does, and
+    // Android refuses android.com beside android.com with includeSubdomains.
+    @Test func aDomainAndTheDoubleAsteriskPatternOnItAreRefused() throws {
+        let error = P.configurationError([P.anyKeyPolicy("example.com", [P.fake1, P.fake2]),
+                                          P.anyKeyPolicy("**.example.com", [try P.spki(P.a), P.fake2])])
+        #expect(error?.code == .invalidConfiguration)
+    }
+
+    // Not the same specificity, so no duplicate: an exact name, a one-label wildcard and an
+    // any-depth pattern over it; each host gets the most specific one's pins.
+    @Test func anExactAOneLabelAndAnAnyDepthPolicyAreAccepted() throws {
+        let store = try P.store([P.anyKeyPolicy("api.example.com", [try P.spki(P.a), P.fake1]),
                                  P.anyKeyPolicy("*.example.com", [try P.spki(P.b), P.fake1]),
                                  P.anyKeyPolicy("**.example.com", [try P.spki(P.c), P.fake1])])
-        #expect(P.check(store, "example.com", try P.chain(P.a)) == .trusted)
-        #expect(P.check(store, "api.example.com", try P.chain(P.b)) == .trusted)
+        #expect(P.check(store, "api.example.com", try P.chain(P.a)) == .trusted)
+        #expect(P.check(store, "api.example.com", try P.chain(P.b)) == .untrusted)
+        #expect(P.check(store, "www.example.com", try P.chain(P.b)) == .trusted)
+        #expect(P.check(store, "www.example.com", try P.chain(P.c)) == .untrusted)
         #expect(P.check(store, "a.b.example.com", try P.chain(P.c)) == .trusted)
+        #expect(P.check(store, "example.com", try P.chain(P.c)) == .trusted)
     }
 }
