@@ -200,6 +200,28 @@ import Testing
         }
     }
 
+    // XmlConfigSource.parseConfigEntry (newer AOSP): <certificateTransparency enabled=.../> is
+    // allowed in base-config and domain-config; a file using it still declares its pins.
+    @Test func aCertificateTransparencyElementIsAccepted() throws {
+        let xml = """
+        <?xml version="1.0" encoding="utf-8"?>
+        <network-security-config>
+          <base-config>
+            <certificateTransparency enabled="true" />
+          </base-config>
+          <domain-config>
+            <domain>android.com</domain>
+            <certificateTransparency enabled="false" />
+            \(Self.pinSet([P.fake1, P.fake2]))
+          </domain-config>
+        </network-security-config>
+        """
+        withKnownIssue("issue 24: the import refuses <certificateTransparency>, which newer XmlConfigSource allows in base-config and domain-config") {
+            let policies = try Self.policies(xml)
+            #expect(policies.map(\.domain) == ["android.com"])
+        }
+    }
+
     // testDebugOverridesDisabled / testBasicDebugOverrides (debug_basic.xml) and
     // testDebugOverridesWithDomain / testDebugInherit (debug_domain.xml): debug-overrides and
     // resource anchors are accepted and pin nothing.
@@ -881,6 +903,14 @@ import Testing
           </base-config>
         </network-security-config>
         """, lines: [5]),
+        Refused(name: "certificateTransparency not allowed in debug-overrides", xml: """
+        <?xml version="1.0" encoding="utf-8"?>
+        <network-security-config>
+          <debug-overrides>
+            <certificateTransparency enabled="true" />
+          </debug-overrides>
+        </network-security-config>
+        """, lines: [4]),
         Refused(name: "the root element is not network-security-config", xml: """
         <?xml version="1.0" encoding="utf-8"?>
         <network-security-configuration>
