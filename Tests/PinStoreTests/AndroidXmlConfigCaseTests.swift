@@ -194,10 +194,8 @@ import Testing
           </base-config>
         </network-security-config>
         """
-        withKnownIssue("issue 24: the import refuses Android's hstsEnforced attribute, which XmlConfigSource reads") {
-            let policies = try Self.policies(xml)
-            #expect(policies.isEmpty)
-        }
+        let policies = try Self.policies(xml)
+        #expect(policies.isEmpty)
     }
 
     // XmlConfigSource.parseConfigEntry (newer AOSP): <certificateTransparency enabled=.../> is
@@ -216,10 +214,8 @@ import Testing
           </domain-config>
         </network-security-config>
         """
-        withKnownIssue("issue 24: the import refuses <certificateTransparency>, which newer XmlConfigSource allows in base-config and domain-config") {
-            let policies = try Self.policies(xml)
-            #expect(policies.map(\.domain) == ["android.com"])
-        }
+        let policies = try Self.policies(xml)
+        #expect(policies.map(\.domain) == ["android.com"])
     }
 
     // testDebugOverridesDisabled / testBasicDebugOverrides (debug_basic.xml) and

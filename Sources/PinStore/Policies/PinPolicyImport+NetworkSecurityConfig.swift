@@ -161,27 +161,30 @@ private final class NetworkSecurityConfigReader: NSObject, XMLParserDelegate {
     /// The elements each element may contain (Android's `network-security-config` schema).
     static let children: [String: Set<String>] = [
         "network-security-config": ["base-config", "domain-config", "debug-overrides"],
-        "base-config": ["trust-anchors"],
-        "domain-config": ["domain", "trust-anchors", "pin-set", "domain-config"],
+        // `certificateTransparency`: Android 16's per-entry CT switch (not in debug-overrides).
+        "base-config": ["trust-anchors", "certificateTransparency"],
+        "domain-config": ["domain", "trust-anchors", "pin-set", "domain-config", "certificateTransparency"],
         "pin-set": ["pin"],
         "trust-anchors": ["certificates"],
         "debug-overrides": ["trust-anchors"],
         "domain": [],
         "pin": [],
         "certificates": [],
+        "certificateTransparency": [],
     ]
 
     /// The attributes each element may carry (besides `xmlns` and `tools:` ones).
     static let attributes: [String: Set<String>] = [
         "network-security-config": [],
-        "base-config": ["cleartextTrafficPermitted"],
-        "domain-config": ["cleartextTrafficPermitted"],
+        "base-config": ["cleartextTrafficPermitted", "hstsEnforced"],
+        "domain-config": ["cleartextTrafficPermitted", "hstsEnforced"],
         "domain": ["includeSubdomains"],
         "pin-set": ["expiration"],
         "pin": ["digest"],
         "trust-anchors": [],
         "certificates": ["src", "overridePins"],
         "debug-overrides": [],
+        "certificateTransparency": ["enabled"],
     ]
 
     var configs: [NetworkSecurityConfigDocument.DomainConfig] = []
