@@ -16,6 +16,9 @@ let package = Package(
         // Pinning for AsyncHTTPClient: a pinned `HTTPClient.Configuration`. Its own product, so
         // apps that do not use AsyncHTTPClient never build it.
         .library(name: "PinStoreAsyncHTTPClient", targets: ["PinStoreAsyncHTTPClient"]),
+        // For the users' own tests (XCTest or Swift Testing): a throwaway PKI and list-signing key,
+        // signed fixture lists, loopback list and HTTPS servers, a store configured against them.
+        .library(name: "PinStoreTesting", targets: ["PinStoreTesting"]),
         // The command-line tool: keys, signing, inspection, a development list server, the demo.
         .executable(name: "pinstore", targets: ["PinStoreCLI"]),
     ],
@@ -96,6 +99,17 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // The test kit (`PinStoreTesting` product). Certificates and keys through the system
+        // OpenSSL; its servers are the development server's. No AsyncHTTPClient.
+        .target(
+            name: "PinStoreTesting",
+            dependencies: [
+                "PinStore",
+                "PinStoreDevServer",
+                "COpenSSL",
+                "CPinStoreShims",
+            ]
+        ),
         .executableTarget(
             name: "PinStoreCLI",
             dependencies: [
@@ -162,6 +176,16 @@ let package = Package(
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        // The test kit's own tests (Swift Testing), and the XCTest suite the README shows.
+        .testTarget(
+            name: "PinStoreTestingTests",
+            dependencies: [
+                "PinStore", "PinStoreNIO", "PinStoreTesting",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .testTarget(
