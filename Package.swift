@@ -165,7 +165,7 @@ let package = Package(
         .testTarget(
             name: "PinStoreAsyncHTTPClientTests",
             dependencies: [
-                "PinStore", "PinStoreAsyncHTTPClient", "PinStoreNIO", "PinStoreDevServer", "PinStoreTestSupport",
+                "PinStore", "PinStoreAsyncHTTPClient", "PinStoreNIO", "PinStoreDevServer", "PinStoreTestSupport", "PinStoreTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -144,12 +144,17 @@ final class OwnedCertificate {
         var context = X509V3_CTX()
         X509V3_set_ctx(&context, issuer.pointer, pointer, nil, nil, 0)
         guard let extensionValue = X509V3_EXT_nconf_nid(nil, &context, nid, value) else {
-            throw OpenSSLErrors.error("make the extension \(String(cString: OBJ_nid2sn(nid))) = \(value)")
+            throw OpenSSLErrors.error("make the extension \(Self.shortName(nid)) = \(value)")
         }
         defer { X509_EXTENSION_free(extensionValue) }
         guard X509_add_ext(pointer, extensionValue, -1) == 1 else {
-            throw OpenSSLErrors.error("add the extension \(String(cString: OBJ_nid2sn(nid)))")
+            throw OpenSSLErrors.error("add the extension \(Self.shortName(nid))")
         }
+    }
+
+    /// OpenSSL's short name of the extension `nid`, for messages.
+    private static func shortName(_ nid: Int32) -> String {
+        OBJ_nid2sn(nid).map { String(cString: $0) } ?? "NID \(nid)"
     }
 
     /// Signs the certificate with `key` (ECDSA with SHA-256).
