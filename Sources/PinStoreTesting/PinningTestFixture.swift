@@ -4,7 +4,7 @@ import PinStore
 /// Everything a pinning test needs, started in one call: a ``TestPKI`` for the hosts, a
 /// throwaway ``TestListSigningKey``, a ``TestListServer`` serving a list that pins the genuine
 /// leaf, a ``TestHTTPSServer`` presenting the genuine chain and another presenting the
-/// impostor, and a ``PinStore`` configured against them and already updated.
+/// impostor, and a `PinStore` configured against them and already updated.
 ///
 /// ```swift
 /// let fixture = try await PinningTestFixture.start()                       // hosts: ["localhost"]

@@ -66,7 +66,7 @@ public struct TestListSigningKey: Sendable {
         self.publicKey = try key.publicKey
     }
 
-    /// The public key as ``PinStore/Configuration/publicKey`` takes it: Base64 of the X9.63 point.
+    /// The public key as `PinStore.Configuration.publicKey` takes it: Base64 of the X9.63 point.
     public var publicKeyBase64: String { publicKey.x963Representation.base64EncodedString() }
 
     /// A static-mode list body: every entry signed, plus the whole-list signature over the body

@@ -19,7 +19,7 @@ public struct TestIdentity: Sendable, Hashable {
     /// The leaf's private key as unencrypted PKCS#8 PEM.
     public let privateKeyPEM: String
 
-    /// ``chain`` as DER, leaf first (what ``ChainValidator`` and ``PinStore`` take).
+    /// ``chain`` as DER, leaf first (what `ChainValidator` and `PinStore` take).
     public var chainDER: [Data] { chain.map(\.derRepresentation) }
 }
 
