@@ -143,11 +143,13 @@ final class OwnedCertificate {
     func addExtension(_ nid: Int32, _ value: String, issuer: OwnedCertificate) throws(PinStoreTestingError) {
         var context = X509V3_CTX()
         X509V3_set_ctx(&context, issuer.pointer, pointer, nil, nil, 0)
-        guard let extensionValue = X509V3_EXT_nconf_nid(nil, &context, nid, value) else {
+        guard let made = X509V3_EXT_nconf_nid(nil, &context, nid, value) else {
             throw OpenSSLErrors.error("make the extension \(Self.shortName(nid)) = \(value)")
         }
-        defer { X509_EXTENSION_free(extensionValue) }
-        guard X509_add_ext(pointer, extensionValue, -1) == 1 else {
+        let certificateExtension = OwnedExtension(taking: made)
+        // X509_add_ext copies the extension; ours is freed with `certificateExtension`.
+        let added = withExtendedLifetime(certificateExtension) { X509_add_ext(pointer, certificateExtension.pointer, -1) }
+        guard added == 1 else {
             throw OpenSSLErrors.error("add the extension \(Self.shortName(nid))")
         }
     }
@@ -176,5 +178,19 @@ final class OwnedCertificate {
         let bio = try OwnedMemoryBIO()
         guard PEM_write_bio_X509(bio.pointer, pointer) == 1 else { throw OpenSSLErrors.error("write the certificate as PEM") }
         return bio.text
+    }
+}
+
+/// Owns one `X509_EXTENSION` while it is added to a certificate, and frees it with the object.
+final class OwnedExtension {
+    let pointer: OpaquePointer
+
+    /// Takes ownership of `pointer`.
+    init(taking pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    deinit {
+        X509_EXTENSION_free(pointer)
     }
 }
