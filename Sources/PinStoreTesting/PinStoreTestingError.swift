@@ -14,7 +14,7 @@ public struct PinStoreTestingError: Error, Sendable, Hashable, CustomStringConve
     public let openSSLErrors: [String]
 
     /// Creates an error.
-    public init(_ message: String, openSSLErrors: [String] = []) {
+    package init(_ message: String, openSSLErrors: [String] = []) {
         self.message = message
         self.openSSLErrors = openSSLErrors
     }

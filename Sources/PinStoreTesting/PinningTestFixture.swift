@@ -64,11 +64,13 @@ public final class PinningTestFixture: Sendable {
     ///   - validity: When the leaves are valid.
     ///   - configure: Changes to the store's configuration (policies, enforcement, expected names)
     ///     before the store is made.
+    ///   - isolation: The caller's isolation, which `configure` runs in.
     /// - Throws: ``PinStoreTestingError`` when a certificate cannot be made or the first update
     ///   fails, a `PinStoreError` when the configuration is refused, or a server's error.
     public static func start(hosts: [String] = ["localhost"], mode: TestListMode = .staticList,
                              validity: DateInterval = TestPKI.defaultValidity(),
-                             configure: (inout PinStore.Configuration) -> Void = { _ in }) async throws -> PinningTestFixture {
+                             configure: (inout PinStore.Configuration) -> Void = { _ in },
+                             isolation: isolated (any Actor)? = #isolation) async throws -> PinningTestFixture {
         let pki = try TestPKI(hosts: hosts, validity: validity)
         let signingKey = try TestListSigningKey()
         var started: [@Sendable () async throws -> Void] = []
@@ -102,10 +104,13 @@ public final class PinningTestFixture: Sendable {
     }
 
     /// Runs `body` with a started fixture and shuts it down afterwards, also when `body` throws.
+    /// The parameters are ``start(hosts:mode:validity:configure:isolation:)``'s.
     public static func withFixture<Result>(hosts: [String] = ["localhost"], mode: TestListMode = .staticList,
+                                           validity: DateInterval = TestPKI.defaultValidity(),
+                                           configure: (inout PinStore.Configuration) -> Void = { _ in },
                                            isolation: isolated (any Actor)? = #isolation,
                                            _ body: (PinningTestFixture) async throws -> Result) async throws -> Result {
-        let fixture = try await start(hosts: hosts, mode: mode)
+        let fixture = try await start(hosts: hosts, mode: mode, validity: validity, configure: configure)
         do {
             let result = try await body(fixture)
             try await fixture.shutdown()
