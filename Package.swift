@@ -88,7 +88,8 @@ let package = Package(
             ]
         ),
         // A small HTTP(S) server that serves signed lists on loopback: `pinstore serve`, the
-        // demo and the tests. Not a product: apps never ship it.
+        // demo, the tests and the test kit (PinStoreTesting). Not a product of its own: apps never
+        // ship it.
         .target(
             name: "PinStoreDevServer",
             dependencies: [
