@@ -12,6 +12,10 @@ public struct PinningEvent: Sendable {
     /// (``PinningDecision/reportOnly(_:validatedChain:)``): the connection went on. True for every
     /// other decision, allowed or denied.
     public let enforced: Bool
+    /// Whether the signed list in force was past its own `expires` when the decision was made
+    /// (see ``PinStore/ExpiredListPolicy``): the decision rests on a list that is no longer
+    /// fresh, or, with ``PinStore/ExpiredListPolicy/refusePins``, without its pins.
+    public let listExpired: Bool
 
     /// The pin failure behind the decision, enforced (a denial) or not (report-only); nil when
     /// the connection was allowed by its pins.
@@ -20,11 +24,12 @@ public struct PinningEvent: Sendable {
     }
 
     /// Creates an event; ``enforced`` follows from `decision`.
-    public init(host: String, decision: PinningDecision, date: Date) {
+    public init(host: String, decision: PinningDecision, date: Date, listExpired: Bool = false) {
         self.host = host
         self.decision = decision
         self.date = date
         self.enforced = decision.reportedFailure == nil
+        self.listExpired = listExpired
     }
 }
 
@@ -74,7 +79,10 @@ extension PinStore {
     /// evaluation refused) are for the report.
     package func record(_ decision: PinningDecision, host: String, port: Int? = nil,
                         servedChain: [Data] = [], validatedChain: [Data]? = nil) {
-        let event = PinningEvent(host: host, decision: decision, date: clock.now())
+        let now = clock.now()
+        let listExpired = listIsExpired(at: now)
+        if listExpired { noteListExpiry(at: now) }
+        let event = PinningEvent(host: host, decision: decision, date: now, listExpired: listExpired)
         let continuations = observers.withLock { Array($0.decisionContinuations.values) }
         for continuation in continuations { continuation.yield(event) }
         metrics.record(decision)

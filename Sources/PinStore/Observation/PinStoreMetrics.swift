@@ -28,6 +28,8 @@ struct PinStoreMetrics: Sendable {
     let validPins: Gauge
     /// `pinstore_expired_policies`: static policies past their expiration (no longer enforcing).
     let expiredPolicies: Gauge
+    /// `pinstore_list_expired`: 1 while the list in force is past its own `expires`, else 0.
+    let listExpired: Gauge
 
     static let decisionsLabel = "pinstore_decisions_total"
     static let updatesLabel = "pinstore_updates_total"
@@ -35,6 +37,7 @@ struct PinStoreMetrics: Sendable {
     static let listAgeLabel = "pinstore_list_age_seconds"
     static let validPinsLabel = "pinstore_valid_pins"
     static let expiredPoliciesLabel = "pinstore_expired_policies"
+    static let listExpiredLabel = "pinstore_list_expired"
 
     init(identifier: String, factory: any MetricsFactory) {
         let store = ("store", identifier)
@@ -61,6 +64,7 @@ struct PinStoreMetrics: Sendable {
         listAge = Gauge(label: Self.listAgeLabel, dimensions: [store], factory: factory)
         validPins = Gauge(label: Self.validPinsLabel, dimensions: [store], factory: factory)
         expiredPolicies = Gauge(label: Self.expiredPoliciesLabel, dimensions: [store], factory: factory)
+        listExpired = Gauge(label: Self.listExpiredLabel, dimensions: [store], factory: factory)
     }
 
     func record(_ decision: PinningDecision) {
