@@ -475,7 +475,8 @@ public final class PinStore: Sendable {
     }
 
     /// The verified, unexpired entries in force (downloaded ones; fallback excluded), sorted
-    /// by name; names as the store matches them (lowercase, no trailing dot).
+    /// by name; names as the store matches them (lowercase, no trailing dot). Under
+    /// ``ExpiredListPolicy/refusePins`` an entry's `expires` is at most its list's `expires`.
     public var storedEntries: [FingerprintEntry] {
         let now = clock.now()
         return (state.withLock { $0.stored?.index.entries } ?? []).filter { $0.isValid(at: now) }
