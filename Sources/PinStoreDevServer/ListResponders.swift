@@ -46,6 +46,20 @@ package enum ListResponders {
         }
     }
 
+    /// The path key documents are served at, beside the list.
+    package static let keyDocumentPath = "/keys.json"
+
+    /// Answers `GET /keys.json` with `keyDocuments()` (a served key document file, read per
+    /// request so a test or operator can publish a new version without a restart) and every
+    /// other request with `list`.
+    package static func withKeyDocuments(_ keyDocuments: @escaping @Sendable () -> Data,
+                                         list: @escaping ListServerResponder) -> ListServerResponder {
+        { request in
+            guard request.uri.split(separator: "?").first.map(String.init) == keyDocumentPath else { return list(request) }
+            return ListServerResponse(status: 200, headers: [("Content-Type", "application/json")], body: keyDocuments())
+        }
+    }
+
     private static func plainText(_ status: Int, _ text: String) -> ListServerResponse {
         ListServerResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Data(text.utf8))
     }
