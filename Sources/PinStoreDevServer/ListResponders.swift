@@ -25,8 +25,12 @@ package enum ListResponders {
     ///
     /// A request without the header, or whose header is not Base64 of 16 to 32 bytes, gets
     /// `400` with a one-line explanation.
-    package static func challengeList(body: Data, signingKey: P256PrivateKey) -> ListServerResponder {
-        let signer = FingerprintListSigner(privateKey: signingKey)
+    ///
+    /// With `additionalKeys` (a key set with a threshold), each of them also signs, in the
+    /// `X-PinStore-Signatures` header (`keyid:Base64` pairs).
+    package static func challengeList(body: Data, signingKey: P256PrivateKey,
+                                      additionalKeys: [P256PrivateKey] = []) -> ListServerResponder {
+        let signer = FingerprintListSigner(privateKey: signingKey, additionalKeys: additionalKeys)
         return { request in
             guard let challenge = request.header(challengeHeader) else {
                 return plainText(400, "missing \(challengeHeader) header: this server is in challenge mode\n")
@@ -36,10 +40,11 @@ package enum ListResponders {
             }
             do {
                 let signature = try signer.challengeResponseSignature(challenge: challenge, body: body)
-                return ListServerResponse(status: 200, headers: [
-                    ("Content-Type", "application/json"),
-                    (signatureHeader, signature),
-                ], body: body)
+                var headers = [("Content-Type", "application/json"), (signatureHeader, signature)]
+                if let extra = try signer.challengeResponseExtraSignatures(challenge: challenge, body: body) {
+                    headers.append((FingerprintListSigner.extraSignaturesHeader, extra))
+                }
+                return ListServerResponse(status: 200, headers: headers, body: body)
             } catch {
                 return plainText(500, "signing failed: \(error)\n")
             }
