@@ -110,4 +110,19 @@ struct KeysCommandTests {
         #expect(verify.status != 0)
         #expect(verify.stderr.contains("expired"))
     }
+
+    @Test func serveServesTheKeyDocumentsBesideTheList() async throws {
+        let keys = try Keys()
+        let chain = try await keys.chain()
+        let binary = try #require(PinstoreBinary.path, "pinstore was not built")
+        let serve = try RunningProcess(binary, ["serve", "--key", TestResources.fixturePath("keys/list-signing.key.pem"), "--port", "0",
+                                                "--list", TestResources.fixturePath("lists/static-good.json"), "--key-documents", chain])
+        let url = try #require(try await serve.waitForOutput(matching: #"http://127\.0\.0\.1:[0-9]+"#), "no URL: \(serve.stderr)")
+        let served = try await HTTPTestClient.get(try #require(URL(string: url + "/keys.json")))
+        let list = try await HTTPTestClient.get(try #require(URL(string: url + "/list.json")))
+        _ = try await serve.stop()
+        #expect(served.status == 200)
+        #expect(served.body == (try Data(contentsOf: URL(fileURLWithPath: chain))))
+        #expect(list.body == (try TestResources.fixture("lists/static-good.json")))
+    }
 }

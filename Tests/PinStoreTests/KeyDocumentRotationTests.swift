@@ -124,6 +124,7 @@ import Testing
         let report = await store.updateWithReport(mode: .forced)
         #expect(report.error?.code == .rollback)
         #expect(store.keySetVersion == 3)
+        #expect(store.storedEntries == [Rotation.pinned])
     }
 
     @Test func theSameKeyDocumentAgainChangesNothing() async throws {
