@@ -45,19 +45,39 @@ func keySetBenchmarkRows() throws -> [Row] {
     let single = Harness.nanosecondsPerOperation(operations: 1_000, samples: 9) {
         for _ in 0..<1_000 { Harness.consume(publicKeys[0].isValidSignature(signature, for: message)) }
     }
-    let oneKey = Harness.nanosecondsPerOperation(operations: 1, samples: 31) {
-        Harness.consume(try? FingerprintList.verifiedEntries(staticList: oneKeyBody, publicKeys: [publicKeys[0]], threshold: 1))
+    // The two lists verify alternately, pair by pair, so that both see the same load (the
+    // machine may be shared): the difference is the median of the per-pair differences.
+    func verifyOneKey() { Harness.consume(try? FingerprintList.verifiedEntries(staticList: oneKeyBody, publicKeys: [publicKeys[0]], threshold: 1)) }
+    func verifyTwoOfThree() { Harness.consume(try? FingerprintList.verifiedEntries(staticList: twoKeyBody, publicKeys: publicKeys, threshold: 2)) }
+    verifyOneKey()
+    verifyTwoOfThree()
+    let clock = ContinuousClock()
+    func nanoseconds(_ body: () -> Void) -> Double {
+        let elapsed = clock.measure(body)
+        return Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
     }
-    let twoOfThree = Harness.nanosecondsPerOperation(operations: 1, samples: 31) {
-        Harness.consume(try? FingerprintList.verifiedEntries(staticList: twoKeyBody, publicKeys: publicKeys, threshold: 2))
+    var ones: [Double] = []
+    var twos: [Double] = []
+    var differences: [Double] = []
+    for pair in 0..<61 {
+        // Alternate which one goes first, so neither always runs on a warmer cache.
+        let (one, two) = pair % 2 == 0 ? (nanoseconds(verifyOneKey), nanoseconds(verifyTwoOfThree))
+                                         : { let two = nanoseconds(verifyTwoOfThree); return (nanoseconds(verifyOneKey), two) }()
+        ones.append(one)
+        twos.append(two)
+        differences.append(two - one)
     }
-    let extraChecks = (twoOfThree - oneKey) / single
+    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    let oneKey = median(ones)
+    let twoOfThree = median(twos)
+    let difference = median(differences)
+    let extraChecks = difference / single
     let cores = ProcessInfo.processInfo.activeProcessorCount
     return [
         Row(name: "verify 1,000-entry list, 2-of-3 key set (\(cores) cores)", value: Harness.format(twoOfThree),
-            baseline: "one key \(Harness.format(oneKey))", ratio: String(format: "%.3fx", twoOfThree / oneKey),
-            target: "<= 1.05x", met: twoOfThree / oneKey <= 1.05),
-        Row(name: "  difference, in single signature checks", value: String(format: "%.1f checks", extraChecks),
+            baseline: "one key \(Harness.format(oneKey))", ratio: String(format: "%.3fx", (oneKey + difference) / oneKey),
+            target: "<= 1.05x", met: (oneKey + difference) / oneKey <= 1.05),
+        Row(name: "  median paired difference, in single signature checks", value: String(format: "%.1f checks", extraChecks),
             baseline: "one check \(Harness.format(single))", ratio: "-",
             target: "about 2 (not 1,000)", met: extraChecks < 20),
     ]
