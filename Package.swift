@@ -16,6 +16,9 @@ let package = Package(
         // Pinning for AsyncHTTPClient: a pinned `HTTPClient.Configuration`. Its own product, so
         // apps that do not use AsyncHTTPClient never build it.
         .library(name: "PinStoreAsyncHTTPClient", targets: ["PinStoreAsyncHTTPClient"]),
+        // For the users' own tests (XCTest or Swift Testing): a throwaway PKI and list-signing key,
+        // signed fixture lists, loopback list and HTTPS servers, a store configured against them.
+        .library(name: "PinStoreTesting", targets: ["PinStoreTesting"]),
         // The command-line tool: keys, signing, inspection, a development list server, the demo.
         .executable(name: "pinstore", targets: ["PinStoreCLI"]),
     ],
@@ -33,6 +36,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
+        // `swift package generate-documentation` (DocC); a command plugin, never linked.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
     targets: [
         // The system OpenSSL 3 (libssl-dev), found through pkg-config.
@@ -85,7 +90,8 @@ let package = Package(
             ]
         ),
         // A small HTTP(S) server that serves signed lists on loopback: `pinstore serve`, the
-        // demo and the tests. Not a product: apps never ship it.
+        // demo, the tests and the test kit (PinStoreTesting). Not a product of its own: apps never
+        // ship it.
         .target(
             name: "PinStoreDevServer",
             dependencies: [
@@ -94,6 +100,17 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // The test kit (`PinStoreTesting` product). Certificates and keys through the system
+        // OpenSSL; its servers are the development server's. No AsyncHTTPClient.
+        .target(
+            name: "PinStoreTesting",
+            dependencies: [
+                "PinStore",
+                "PinStoreDevServer",
+                "COpenSSL",
+                "CPinStoreShims",
             ]
         ),
         .executableTarget(
@@ -151,7 +168,7 @@ let package = Package(
         .testTarget(
             name: "PinStoreAsyncHTTPClientTests",
             dependencies: [
-                "PinStore", "PinStoreAsyncHTTPClient", "PinStoreNIO", "PinStoreDevServer", "PinStoreTestSupport",
+                "PinStore", "PinStoreAsyncHTTPClient", "PinStoreNIO", "PinStoreDevServer", "PinStoreTestSupport", "PinStoreTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -162,6 +179,16 @@ let package = Package(
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        // The test kit's own tests (Swift Testing), and the XCTest suite the README shows.
+        .testTarget(
+            name: "PinStoreTestingTests",
+            dependencies: [
+                "PinStore", "PinStoreNIO", "PinStoreTesting",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .testTarget(

@@ -15,11 +15,11 @@ extension HTTPClient.Configuration {
     /// let response = try await client.execute(HTTPClientRequest(url: "https://api.example.com/v1/items"), timeout: .seconds(30))
     /// ```
     ///
-    /// See ``pin(with:eventLoopGroup:updateOnEmpty:updateOnMismatch:logger:)`` for what is
+    /// See ``pin(with:eventLoopGroup:trustRoots:updateOnEmpty:updateOnMismatch:logger:)`` for what is
     /// checked and when. On macOS, AsyncHTTPClient's default group runs TLS in Network.framework,
     /// where nothing can be pinned, so there the call above throws
     /// ``PinnedHTTPClientError/Code/unsupportedEventLoopGroup``: use
-    /// ``AsyncHTTPClient/HTTPClient/init(pinnedBy:eventLoopGroup:configuration:updateOnEmpty:updateOnMismatch:logger:)``,
+    /// ``AsyncHTTPClient/HTTPClient/init(pinnedBy:eventLoopGroup:configuration:trustRoots:updateOnEmpty:updateOnMismatch:logger:)``,
     /// which runs on `MultiThreadedEventLoopGroup.singleton` on every platform.
     ///
     /// - Parameters:
@@ -28,6 +28,8 @@ extension HTTPClient.Configuration {
     ///     The default is AsyncHTTPClient's, the group of `.singleton` and `HTTPClient(configuration:)`.
     ///   - tlsConfiguration: The TLS settings; its `trustRoots` are the anchors of the default
     ///     verification (the system store unless set, for instance `.certificates([privateCA])`).
+    ///   - trustRoots: The anchors as PinStore's `TrustRoots`, the value the pinned URLSession
+    ///     and `PinningTLSVerifier` take; when given, they replace `tlsConfiguration`'s.
     ///   - updateOnEmpty: Whether a connection to a host without pins first waits for one
     ///     rate-limited list update (at most one a minute on behalf of refusals).
     ///   - updateOnMismatch: The same after a pin mismatch, so an unannounced certificate rotation
@@ -38,10 +40,11 @@ extension HTTPClient.Configuration {
     ///   swift-nio-ssl (NIOTransportServices on macOS).
     public static func pinned(by store: PinStore, eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
                               tlsConfiguration: TLSConfiguration = .makeClientConfiguration(),
+                              trustRoots: TrustRoots? = nil,
                               updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
                               logger: Logger? = nil) throws(PinnedHTTPClientError) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration(tlsConfiguration: tlsConfiguration)
-        try configuration.pin(with: store, eventLoopGroup: eventLoopGroup, updateOnEmpty: updateOnEmpty,
+        try configuration.pin(with: store, eventLoopGroup: eventLoopGroup, trustRoots: trustRoots, updateOnEmpty: updateOnEmpty,
                               updateOnMismatch: updateOnMismatch, logger: logger)
         return configuration
     }
@@ -69,11 +72,11 @@ extension HTTPClient.Configuration {
     /// only if the chain-aware decision allows it for every host it could have been presented
     /// for (each DNS name, every host under a wildcard name). A leaf naming the server's own IP
     /// address is refused: swift-nio-ssl accepts it for any requested host. Hosts pinned only by
-    /// issuer pins are refused (``PinStore/PinningFailure/Reason/issuerPinsNeedChain``): use
+    /// issuer pins are refused (`PinStore/PinningFailure/Reason/issuerPinsNeedChain`): use
     /// PinStoreNIO for those.
     ///
     /// A refused connection is closed before a request byte is written and its requests fail
-    /// with the ``PinStore/PinningFailure``. This sets `connectionPool.retryConnectionEstablishment`
+    /// with the `PinStore/PinningFailure`. This sets `connectionPool.retryConnectionEstablishment`
     /// to false so they fail at once; with retries on (set it back after this call), AsyncHTTPClient
     /// reconnects with backoff and the request fails with the same error only at `timeout.connect`.
     /// Admitted connections whose pins a list update removes are closed before they carry another
@@ -83,7 +86,7 @@ extension HTTPClient.Configuration {
     /// `HTTPClientRequest.tlsConfiguration` is not visible here: keep `.fullVerification` in it.
     ///
     /// ATS's transport minimums: the client's TLS configuration gets a minimum version of TLS 1.2
-    /// (or the lowest a ``PinStore/TransportSecurityException`` allows any host, each connection's
+    /// (or the lowest a `PinStore/TransportSecurityException` allows any host, each connection's
     /// negotiated version then checked against its own host's minimum in the initializer) and
     /// forward-secret suites only, for every host: AsyncHTTPClient cannot show which suite a
     /// connection negotiated, so a forward-secrecy exception cannot be honoured per host here
@@ -94,6 +97,10 @@ extension HTTPClient.Configuration {
     ///   - store: The pins.
     ///   - eventLoopGroup: The group the client will run on (pass the same one to `HTTPClient`).
     ///     The default is AsyncHTTPClient's, the group of `.singleton` and `HTTPClient(configuration:)`.
+    ///   - trustRoots: The anchors as PinStore's `TrustRoots` (a private CA given once for every
+    ///     adapter, without importing NIOSSL); when given, they replace the TLS configuration's.
+    ///     Anchors must be self-signed roots here: swift-nio-ssl does not end a chain at an
+    ///     intermediate.
     ///   - updateOnEmpty: Whether a connection to a host without pins first waits for one
     ///     rate-limited list update.
     ///   - updateOnMismatch: The same after a pin mismatch.
@@ -103,8 +110,18 @@ extension HTTPClient.Configuration {
     ///   cannot meet the transport minimums, or when AsyncHTTPClient would not do TLS on
     ///   `eventLoopGroup` through swift-nio-ssl (``PinnedHTTPClientError/Code/unsupportedEventLoopGroup``).
     public mutating func pin(with store: PinStore, eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
+                             trustRoots: TrustRoots? = nil,
                              updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
                              logger: Logger? = nil) throws(PinnedHTTPClientError) {
+        if let trustRoots {
+            var tls = tlsConfiguration ?? .makeClientConfiguration()
+            do {
+                try tls.setTrustRoots(trustRoots)
+            } catch {
+                throw .invalidTrustRoots(error)
+            }
+            tlsConfiguration = tls
+        }
         if let tls = tlsConfiguration {
             switch tls.certificateVerification {
             case .fullVerification: break
@@ -147,8 +164,10 @@ extension HTTPClient {
     /// - Parameters:
     ///   - store: The pins.
     ///   - eventLoopGroup: The group the client runs on; NIOPosix's shared one unless given.
-    ///   - configuration: The other settings (timeouts, `tlsConfiguration` with `trustRoots`...);
-    ///     pinned here with ``Configuration/pin(with:eventLoopGroup:updateOnEmpty:updateOnMismatch:logger:)``.
+    ///   - configuration: The other settings (timeouts, `tlsConfiguration`...); pinned here with
+    ///     ``Configuration/pin(with:eventLoopGroup:trustRoots:updateOnEmpty:updateOnMismatch:logger:)``.
+    ///   - trustRoots: The anchors as PinStore's `TrustRoots`, the value every adapter takes (for
+    ///     a private CA: `try .anchors(pem: partnerCAPEM)`); the system store unless given.
     ///   - updateOnEmpty: Whether a connection to a host without pins first waits for one
     ///     rate-limited list update.
     ///   - updateOnMismatch: The same after a pin mismatch.
@@ -157,10 +176,11 @@ extension HTTPClient {
     public convenience init(pinnedBy store: PinStore,
                             eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
                             configuration: Configuration = Configuration(),
+                            trustRoots: TrustRoots? = nil,
                             updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
                             logger: Logger? = nil) throws(PinnedHTTPClientError) {
         var configuration = configuration
-        try configuration.pin(with: store, eventLoopGroup: eventLoopGroup, updateOnEmpty: updateOnEmpty,
+        try configuration.pin(with: store, eventLoopGroup: eventLoopGroup, trustRoots: trustRoots, updateOnEmpty: updateOnEmpty,
                               updateOnMismatch: updateOnMismatch, logger: logger)
         self.init(eventLoopGroup: eventLoopGroup, configuration: configuration)
     }

@@ -11,7 +11,7 @@ import PinStoreNIO
 /// AsyncHTTPClient calls ``initializer(then:)``'s closure on every new connection after the TLS
 /// handshake and its default verification, and schedules no request on the connection until
 /// the returned future succeeds. A refused connection is closed and the future fails with the
-/// ``PinningFailure``. An admitted one gets a ``ListChangeGate`` and is remembered until it
+/// `PinningFailure`. An admitted one gets a ``ListChangeGate`` and is remembered until it
 /// closes, so a list update that withdraws its pin closes it (``listChanged()``).
 final class PinnedConnections: Sendable {
     let store: PinStore

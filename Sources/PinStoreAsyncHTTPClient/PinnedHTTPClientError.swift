@@ -2,7 +2,7 @@ import NIOCore
 
 /// A configuration or connection that pinning an `HTTPClient` cannot allow.
 ///
-/// Pin refusals themselves fail requests with the ``PinStore/PinningFailure`` that says why;
+/// Pin refusals themselves fail requests with the `PinStore/PinningFailure` that says why;
 /// this error is for what would make the pin check meaningless.
 ///
 /// ```swift
@@ -32,6 +32,8 @@ public struct PinnedHTTPClientError: Error, Sendable, Hashable, CustomStringConv
         /// group (on macOS, NIOTransportServices' groups, `HTTPClient.defaultEventLoopGroup`
         /// included, do TLS in Network.framework), so the pin check could not see a certificate.
         case unsupportedEventLoopGroup
+        /// A certificate of the given `TrustRoots` could not be handed to swift-nio-ssl.
+        case invalidTrustRoots
     }
 
     /// What went wrong.
@@ -65,6 +67,11 @@ public struct PinnedHTTPClientError: Error, Sendable, Hashable, CustomStringConv
                 + "group and .singleton are NIOTransportServices: TLS in Network.framework), so the pin check would see no "
                 + "certificate and refuse every request. Pin for MultiThreadedEventLoopGroup.singleton (eventLoopGroup: here) "
                 + "and give the client the same group, or use HTTPClient(pinnedBy:), which does both.")
+    }
+
+    static func invalidTrustRoots(_ error: any Error) -> PinnedHTTPClientError {
+        PinnedHTTPClientError(.invalidTrustRoots,
+            "swift-nio-ssl did not accept an anchor of the given TrustRoots (\(error)); check the certificates passed to TrustRoots.anchors.")
     }
 
     /// The code and the reason.

@@ -4,11 +4,14 @@ import HTTPTypes
 import OpenAPIAsyncHTTPClient
 import OpenAPIRuntime
 import PinStore
+import NIOSSL
 import PinStoreAsyncHTTPClient
+import PinStoreTesting
 import Testing
 
 /// The README's swift-openapi-async-http-client example, compiled and run: a generated client
 /// takes any `ClientTransport`; built on the pinned `HTTPClient`, every call it makes is pinned.
+/// Against the test kit's servers (`PinStoreTesting`), as a user's own test would be.
 @Suite struct OpenAPITransportTests {
     /// What swift-openapi-generator makes of a one-operation document (`GET /hello`), reduced to
     /// the part that matters here: the client only ever talks through its transport.
@@ -26,21 +29,60 @@ import Testing
         struct UnexpectedResponse: Error { let status: Int }
     }
 
+    /// A pinned client for the fixture's hosts, trusting the fixture's roots, with every host
+    /// name resolved to 127.0.0.1 (AsyncHTTPClient's `dnsOverride`), so the servers are reached
+    /// under the name the list pins.
+    static func pinnedClient(_ fixture: PinningTestFixture, updateOnMismatch: Bool = true) throws -> HTTPClient {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates(try [fixture.pki.root, fixture.pki.impostorRoot].map {
+            try NIOSSLCertificate(bytes: Array($0.derRepresentation), format: .der)
+        })
+        var configuration = try HTTPClient.Configuration.pinned(by: fixture.store, eventLoopGroup: Pins.group, tlsConfiguration: tls,
+                                                                updateOnMismatch: updateOnMismatch)
+        configuration.dnsOverride = Dictionary(uniqueKeysWithValues: fixture.hosts.map { ($0, "127.0.0.1") })
+        return HTTPClient(eventLoopGroup: Pins.group, configuration: configuration)
+    }
+
+    /// `body`'s result, after shutting `client` down (AsyncHTTPClient traps on a client
+    /// deallocated before `shutdown()`), also when `body` throws.
+    static func using<T>(_ client: HTTPClient, _ body: () async throws -> T) async throws -> T {
+        do {
+            let result = try await body()
+            try await client.shutdown()
+            return result
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
     @Test func generatedClientOnThePinnedTransportReachesThePinnedServer() async throws {
-        let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-dnsonly-chain.pem"], key: "pki/localhost-dnsonly.key.pem")
-        let store = try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")])
-        var configuration = try HTTPClient.Configuration.pinned(by: store, eventLoopGroup: Pins.group, tlsConfiguration: Pins.tls())
-        configuration.dnsOverride = Pins.loopbackOverride()
-        let pinnedClient = HTTPClient(eventLoopGroup: Pins.group, configuration: configuration)
-        let client = HelloClient(serverURL: URL(string: server.baseURL)!,
-                                 transport: AsyncHTTPClientTransport(configuration: .init(client: pinnedClient)))
-        let text = try await client.getHello()
-        try await pinnedClient.shutdown()
-        await server.shutdown()
-        #expect(text == "hello over a pinned connection")
+        let text = try await PinningTestFixture.withFixture(hosts: ["api.example.test"]) { fixture in
+            let pinnedClient = try Self.pinnedClient(fixture)
+            let client = HelloClient(serverURL: fixture.serverURL,
+                                     transport: AsyncHTTPClientTransport(configuration: .init(client: pinnedClient)))
+            return try await Self.using(pinnedClient) { try await client.getHello() }
+        }
+        #expect(text == TestHTTPSServer.responseBody)
     }
 
     @Test func generatedClientOnThePinnedTransportIsRefusedByAnImpostor() async throws {
+        try await PinningTestFixture.withFixture(hosts: ["api.example.test"]) { fixture in
+            let pinnedClient = try Self.pinnedClient(fixture, updateOnMismatch: false)
+            let client = HelloClient(serverURL: fixture.impostorURL,
+                                     transport: AsyncHTTPClientTransport(configuration: .init(client: pinnedClient)))
+            // (A generated client wraps it in OpenAPIRuntime's ClientError, as `underlyingError`.)
+            let failure = try await Self.using(pinnedClient) {
+                await #expect(throws: PinningFailure.self) { try await client.getHello() }
+            }
+            #expect(failure?.reason == .pinMismatch)
+            #expect(fixture.impostorServer.requestCount == 0)
+        }
+    }
+
+    /// A generated client reports a transport error as OpenAPIRuntime's `ClientError`, with the
+    /// refusal as its `underlyingError`: `PinningFailure(unwrapping:)` finds it there.
+    @Test func thePinningFailureIsFoundInsideAnOpenAPIClientError() async throws {
         let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-dnsonly-chain.pem"], key: "pki/attacker-dnsonly.key.pem")
         let store = try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")])
         var configuration = try HTTPClient.Configuration.pinned(by: store, eventLoopGroup: Pins.group, tlsConfiguration: Pins.tls(),
@@ -49,11 +91,14 @@ import Testing
         let pinnedClient = HTTPClient(eventLoopGroup: Pins.group, configuration: configuration)
         let client = HelloClient(serverURL: URL(string: server.baseURL)!,
                                  transport: AsyncHTTPClientTransport(configuration: .init(client: pinnedClient)))
-        // (A generated client wraps it in OpenAPIRuntime's ClientError, as `underlyingError`.)
-        let failure = await #expect(throws: PinningFailure.self) { try await client.getHello() }
+        var thrown: (any Error)?
+        do { _ = try await client.getHello() } catch { thrown = error }
         try await pinnedClient.shutdown()
         await server.shutdown()
-        #expect(failure?.reason == .pinMismatch)
-        #expect(server.receivedBytes == 0)
+        let underlying = try #require(thrown)
+        let wrapped = ClientError(operationID: "getHello", operationInput: "", causeDescription: "Transport threw an error.",
+                                  underlyingError: underlying)
+        #expect(PinningFailure(unwrapping: wrapped)?.reason == .pinMismatch)
+        #expect(PinningFailure(unwrapping: HelloClient.UnexpectedResponse(status: 500)) == nil)
     }
 }

@@ -10,7 +10,9 @@ import Testing
     @Test func showsEachDomainOfAnInfoPlistWithItsPinKinds() async throws {
         let result = try await PinstoreBinary.run(["policies", TestResources.fixturePath("policies/Info.plist")])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("pinstore.test and every subdomain"))
+        // NSIncludesSubdomains: the domain and one label below it, as ATS means it.
+        #expect(result.stdout.contains("\npinstore.test\n"))
+        #expect(result.stdout.contains("*.pinstore.test (exactly one label below pinstore.test)"))
         #expect(result.stdout.contains("sha256/\(try Self.spki("intermediate-ca")) (CA key)"))
         #expect(result.stdout.contains("sha256/\(try Self.spki("localhost")) (leaf key)"))
         #expect(result.stdout.contains("a leaf pin AND a CA pin"))

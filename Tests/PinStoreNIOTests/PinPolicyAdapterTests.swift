@@ -86,7 +86,7 @@ import Testing
 
     static func failure(_ outcome: Result<Int, URLError>) -> PinningFailure? {
         guard case .failure(let error) = outcome else { return nil }
-        return error.userInfo[NSUnderlyingErrorKey] as? PinningFailure
+        return PinningFailure(unwrapping: error)   // the real pinned URLSession's URLError
     }
 
     @Test func urlSessionAcceptsARenewedLeafByItsKey() async throws {

@@ -129,6 +129,58 @@ import Testing
         #expect(error?.reason.contains("line 4") == true)
     }
 
+    // MARK: - network_security_config.xml: what Android's XmlConfigSource refuses
+
+    /// Android: "includeSubdomains isn't relevant here ... Do not allow any duplicates period."
+    @Test func aDomainDeclaredTwiceWithDifferentIncludeSubdomainsIsRefused() throws {
+        let error = Self.importError {
+            try Self.xml(Self.config(#"<domain-config><domain>a.example</domain>\#(Self.pinSet)</domain-config>"#
+                + "\n" + #"<domain-config><domain includeSubdomains="true">a.example</domain>\#(Self.pinSet)</domain-config>"#))
+        }
+        #expect(error?.location == "line 4")
+        #expect(error?.reason.contains("already declared") == true)
+    }
+
+    @Test func aSecondBaseConfigIsRefusedWithItsLine() throws {
+        let error = Self.importError { try Self.xml(Self.config("<base-config/>\n<base-config/>")) }
+        #expect(error?.location == "line 4")
+        #expect(error?.reason.contains("second <base-config>") == true)
+    }
+
+    @Test func aSecondDebugOverridesIsRefused() throws {
+        let error = Self.importError { try Self.xml(Self.config("<debug-overrides/>\n<debug-overrides/>")) }
+        #expect(error?.reason.contains("second <debug-overrides>") == true)
+    }
+
+    @Test func twoTrustAnchorsInOneEntryAreRefused() throws {
+        let error = Self.importError {
+            try Self.xml(Self.config(#"<domain-config><domain>a.example</domain><trust-anchors/><trust-anchors/>\#(Self.pinSet)</domain-config>"#))
+        }
+        #expect(error?.reason.contains("second <trust-anchors>") == true)
+    }
+
+    @Test func trustAnchorsInANestedConfigAreItsOwn() throws {
+        let policies = try Self.xml(Self.config(#"<domain-config><domain>a.example</domain><trust-anchors/>\#(Self.pinSet)"#
+            + #"<domain-config><domain>b.a.example</domain><trust-anchors/></domain-config></domain-config>"#))
+        #expect(policies.map(\.domain) == ["a.example", "b.a.example"])
+    }
+
+    @Test func certificatesWithoutAKnownSourceAreRefused() throws {
+        for certificates in [#"<certificates/>"#, #"<certificates src="System"/>"#] {
+            let error = Self.importError {
+                try Self.xml(Self.config(#"<base-config><trust-anchors>\#(certificates)</trust-anchors></base-config>"#))
+            }
+            #expect(error?.reason.contains("<certificates") == true, "\(certificates)")
+        }
+        _ = try Self.xml(Self.config(#"<base-config><trust-anchors><certificates src="@raw/ca"/><certificates src="user"/></trust-anchors></base-config>"#))
+    }
+
+    /// Android compares the digest algorithm's name ignoring case.
+    @Test func aPinDigestNameIsReadIgnoringCase() throws {
+        let policies = try Self.xml(Self.config(#"<domain-config><domain>a.example</domain><pin-set><pin digest="sha-256">\#(Self.pinA)</pin><pin digest="Sha-256">\#(Self.pinB)</pin></pin-set></domain-config>"#))
+        #expect(policies.first?.pins.count == 2)
+    }
+
     @Test func androidStudioLintAttributesAreAccepted() throws {
         let policies = try Self.xml(Self.config(#"<domain-config tools:ignore="InsecureBaseConfiguration"><domain>a.example</domain>\#(Self.pinSet)</domain-config>"#,
                                                 attributes: #" xmlns:tools="http://schemas.android.com/tools""#))

@@ -27,13 +27,16 @@ import Testing
 
     @Test func infoPlistDomainsBecomePoliciesWithTheirIdentityKinds() throws {
         let policies = try Self.plist("Info.plist")
-        #expect(policies.map(\.domain) == ["127.0.0.1", "localhost", "pinstore.test"])
+        #expect(policies.map(\.domain) == ["127.0.0.1", "localhost", "pinstore.test", "*.pinstore.test"])
         let localhost = try #require(policies.first { $0.domain == "localhost" })
         #expect(localhost.pins == [.leafKey(spkiSHA256Base64: try Self.spki("localhost")), .leafKey(spkiSHA256Base64: try Self.spki("localhost-next"))])
         #expect(!localhost.includesSubdomains && !localhost.requiresMatchInEachCategory)
+        // NSIncludesSubdomains: the domain and one label below it, as two policies.
         let domain = try #require(policies.first { $0.domain == "pinstore.test" })
-        #expect(domain.includesSubdomains)
+        let oneLabelBelow = try #require(policies.first { $0.domain == "*.pinstore.test" })
+        #expect(!domain.includesSubdomains && !oneLabelBelow.includesSubdomains)
         #expect(domain.pins == [.caKey(spkiSHA256Base64: try Self.spki("intermediate-ca")), .caKey(spkiSHA256Base64: try Self.spki("root-ca"))])
+        #expect(oneLabelBelow.pins == domain.pins)
     }
 
     @Test func aBinaryInfoPlistImportsLikeTheXMLOne() throws {
@@ -118,5 +121,26 @@ import Testing
     @Test func aWildcardOnAPublicSuffixIsRefused() throws {
         let xml = #"<network-security-config><domain-config><domain includeSubdomains="true">co.uk</domain><pin-set><pin digest="SHA-256">\#(PinPolicyTests.backup)</pin></pin-set></domain-config></network-security-config>"#
         #expect(Self.importError { try PinPolicyImport.networkSecurityConfig(Data(xml.utf8)) } != nil)
+    }
+}
+
+/// `TrustRoots.anchors(pem:)`: a private CA given once, as PEM text.
+@Suite struct TrustRootsFromPEMTests {
+    @Test func thePEMsCertificatesAreTheAnchors() throws {
+        let roots = try TrustRoots.anchors(pem: TestResources.fixtureText("pki/root-ca.pem"))
+        #expect(roots.anchors.map(\.fingerprint) == [try TestResources.certificate("pki/root-ca.pem").fingerprint])
+        #expect(!roots.includesSystemStore)
+    }
+
+    @Test func textWithoutACertificateIsRefused() {
+        #expect(throws: PinStoreError.self) { try TrustRoots.anchors(pem: "no certificate here") }
+    }
+
+    @Test func aChainUnderThePEMsRootValidates() throws {
+        let roots = try TrustRoots.anchors(pem: TestResources.fixtureText("pki/root-ca.pem"))
+        let evaluator = PinningEvaluator(store: try PinPolicyTests.store(fallback: TestResources.fixture("lists/fallback.json")),
+                                         trustRoots: roots, updateOnEmpty: false, updateOnMismatch: false)
+        #expect(evaluator.evaluateNow(host: "localhost", presentedChain: try TestResources.chainDER("pki/localhost-chain.pem"),
+                                      at: PinPolicyTests.now).isAllowed)
     }
 }

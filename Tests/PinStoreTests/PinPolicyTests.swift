@@ -300,11 +300,68 @@ import Testing
         #expect(try !Self.covers("*.example.com", "a.b.example.com"))
     }
 
-    @Test func doubleStarIsOneLabelOrMore() throws {
+    /// OkHttp's `CertificatePinnerTest.checkForHostnameWithDoubleAsterisk`: `**.example.co.uk`
+    /// covers `example.co.uk` itself and every name below it.
+    @Test func doubleStarIsTheDomainAndEveryNameBelowIt() throws {
         #expect(try Self.covers("**.example.com", "api.example.com"))
         #expect(try Self.covers("**.example.com", "a.b.example.com"))
-        #expect(try !Self.covers("**.example.com", "example.com"))
+        #expect(try Self.covers("**.example.com", "example.com"))
         #expect(try !Self.covers("**.example.com", "badexample.com"))
+        #expect(try Self.covers("**.example.co.uk", "example.co.uk"))
+    }
+
+    @Test func oneLabelSubdomainsAreTheDomainAndOneLabelBelowIt() throws {
+        let pattern = try HostPattern(domain: "example.com", subdomains: .oneLabel)
+        #expect(pattern.matches("example.com"))
+        #expect(pattern.matches("math.example.com"))
+        #expect(!pattern.matches("advanced.math.example.com"))
+        #expect(!pattern.matches("badexample.com"))
+    }
+
+    @Test func theHostsOwnNameIsMoreSpecificThanOneLabelBelowItsParent() throws {
+        let own = try HostPattern(domain: "math.example.com", includesSubdomains: true)
+        let parent = try HostPattern(domain: "*.example.com", includesSubdomains: false)
+        #expect(own.specificity(for: "math.example.com") > parent.specificity(for: "math.example.com"))
+    }
+
+    @Test func oneLabelBelowIsMoreSpecificThanAnyDepth() throws {
+        let oneLabel = try HostPattern(domain: "*.example.com", includesSubdomains: false)
+        let anyDepth = try HostPattern(domain: "example.com", includesSubdomains: true)
+        #expect(oneLabel.specificity(for: "api.example.com") > anyDepth.specificity(for: "api.example.com"))
+    }
+
+    @Test func theLongerDomainIsMoreSpecificAtAnyDepth() throws {
+        let near = try HostPattern(domain: "**.api.example.com", includesSubdomains: false)
+        let far = try HostPattern(domain: "**.example.com", includesSubdomains: false)
+        #expect(near.specificity(for: "v1.api.example.com") > far.specificity(for: "v1.api.example.com"))
+    }
+
+    @Test func patternsEquallySpecificForSomeHostConflict() throws {
+        let pairs: [(String, Bool, String, Bool)] = [
+            ("example.com", false, "example.com", false),
+            ("example.com", false, "example.com", true),
+            ("example.com", true, "**.example.com", false),
+            ("*.example.com", false, "*.EXAMPLE.com.", false),
+            ("127.0.0.1", false, "127.0.0.1", false),
+        ]
+        for (a, aSub, b, bSub) in pairs {
+            let first = try HostPattern(domain: a, includesSubdomains: aSub), second = try HostPattern(domain: b, includesSubdomains: bSub)
+            #expect(first.conflicts(with: second), "\(a) \(aSub) / \(b) \(bSub)")
+        }
+        #expect(try HostPattern(domain: "example.com", subdomains: .oneLabel).conflicts(with: HostPattern(domain: "*.example.com", subdomains: .none)))
+    }
+
+    @Test func patternsOfDifferentSpecificityDoNotConflict() throws {
+        let pairs: [(String, Bool, String, Bool)] = [
+            ("example.com", false, "*.example.com", false),
+            ("*.example.com", false, "**.example.com", false),
+            ("api.example.com", true, "example.com", true),
+            ("api.example.com", false, "*.example.com", false),
+        ]
+        for (a, aSub, b, bSub) in pairs {
+            let first = try HostPattern(domain: a, includesSubdomains: aSub), second = try HostPattern(domain: b, includesSubdomains: bSub)
+            #expect(!first.conflicts(with: second), "\(a) \(aSub) / \(b) \(bSub)")
+        }
     }
 
     @Test func includesSubdomainsIsTheDomainAndEverySubdomain() throws {

@@ -130,6 +130,46 @@ import Testing
         #expect(count("denied", "host_not_expected") == 0)
     }
 
+    @Test func decisionsCarryThePinnedHostAndEverythingElseAsOther() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let metrics = TestMetrics()
+        let store = try store(metrics: metrics, directory: directory, fetcher: ScriptedFetcher.serving(try SignedLists.staticList(["localhost"])))
+        #expect(await store.update() == .ok)
+        let evaluator = PinningEvaluator(store: store, trustRoots: UpdateAfterRefusalTests.anchors, updateOnEmpty: false, updateOnMismatch: false)
+        _ = evaluator.evaluateNow(host: "LocalHost.", presentedChain: try TestResources.chainDER("pki/attacker-chain.pem"), at: ChainValidatorTests.now)
+        // Hosts nothing pins by name: one label for all of them, however many there are.
+        for index in 0..<20 {
+            _ = evaluator.evaluateNow(host: "h\(index).unpinned.example", presentedChain: try TestResources.chainDER("pki/localhost-chain.pem"),
+                                      at: ChainValidatorTests.now)
+        }
+        #expect(metrics.counterTotal(label: "pinstore_decisions_total", dimensions: [("host", "localhost"), ("reason", "pin_mismatch")]) == 1)
+        #expect(metrics.counterTotal(label: "pinstore_decisions_total", dimensions: [("host", "other")]) == 20)
+        let hosts = Set(metrics.counters(label: "pinstore_decisions_total").compactMap { $0.dimensions.first { $0.0 == "host" }?.1 })
+        #expect(hosts == ["localhost", "other"])
+    }
+
+    @Test func aHostCoveredOnlyByAPolicyPatternIsCountedUnderThePattern() throws {
+        let metrics = TestMetrics()
+        let store = try PinPolicyTests.store(policies: [PinPolicyTests.policy(.caKey(spkiSHA256Base64: try PinPolicyTests.spki("intermediate-ca")),
+                                                                              domain: "**.example.com")], metrics: metrics)
+        _ = store.pinDecision(host: "a.b.example.com", validatedChain: try TestResources.chainDER("pki/localhost-chain.pem"))
+        #expect(store.metricsHost("a.b.example.com") == "**.example.com")
+        #expect(store.metricsHost("example.net") == "other")
+    }
+
+    @Test func theNextPinExpiryIsAGaugeInSeconds() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let metrics = TestMetrics()
+        let clock = ManualClock.inValidPeriod()
+        let expires = Int64(clock.now().timeIntervalSince1970) + 30 * 86_400
+        let list = try FingerprintListSigner(privateKey: StoreFixtures.signingKey())
+            .staticList([try SignedLists.entry("localhost"), try SignedLists.entry("attacker", expires: expires)])
+        let store = try PinStore(configuration: StoreFixtures.configuration(directory: directory.url), fetcher: ScriptedFetcher.serving(list),
+                                 clock: clock, metricsFactory: metrics)
+        #expect(await store.update() == .ok)
+        #expect(try metrics.expectGauge("pinstore_next_pin_expiry_seconds", [("store", "tests")]).lastValue == Double(30 * 86_400))
+    }
+
     @Test func updatesAreCountedByResultAndGaugesFollowTheList() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         let metrics = TestMetrics()

@@ -64,41 +64,41 @@ import Testing
     // MARK: - PinSetRule
 
     @Test func aMatchingListPinPinsTheConnection() throws {
-        let rule = PinSetRule(policies: [], listEnforced: true)
+        let rule = PinSetRule(staticPins: .none, listEnforced: true)
         #expect(rule.check(try Self.context(.validated(Self.chain("localhost")), pins: [Self.entry("localhost")])) == .pinned)
     }
 
     @Test func pinsThatApplyAndDoNotMatchAreAnEnforcedMismatch() throws {
-        let rule = PinSetRule(policies: [], listEnforced: true)
+        let rule = PinSetRule(staticPins: .none, listEnforced: true)
         #expect(rule.check(try Self.context(.validated(Self.chain("attacker")), pins: [Self.entry("localhost")]))
             == .failsRule(.pinMismatch, enforcing: true, relaxable: true))
     }
 
     @Test func aHostNothingPinsHasNoPins() throws {
-        let rule = PinSetRule(policies: [], listEnforced: true)
+        let rule = PinSetRule(staticPins: .none, listEnforced: true)
         #expect(rule.check(try Self.context(.validated(Self.chain("localhost")), pins: [Self.entry("localhost", name: "other.example")]))
             == .failsRule(.noPinsForHost(updateResult: nil), enforcing: true, relaxable: true))
     }
 
     @Test func anExpiredPinNoLongerApplies() throws {
-        let rule = PinSetRule(policies: [], listEnforced: true)
+        let rule = PinSetRule(staticPins: .none, listEnforced: true)
         #expect(rule.check(try Self.context(.validated(Self.chain("localhost")), pins: [Self.entry("localhost", expires: 1_000)]))
             == .failsRule(.noPinsForHost(updateResult: nil), enforcing: true, relaxable: true))
     }
 
     @Test func anIssuerPinMatchesTheValidatedChain() throws {
-        let rule = PinSetRule(policies: [], listEnforced: true)
+        let rule = PinSetRule(staticPins: .none, listEnforced: true)
         #expect(rule.check(try Self.context(.validated(Self.chain("localhost")), pins: [Self.entry("intermediate-ca", depth: 1)])) == .pinned)
     }
 
     @Test func aLeafAloneCannotProveAnIssuerPin() throws {
-        let rule = PinSetRule(policies: [], listEnforced: true)
+        let rule = PinSetRule(staticPins: .none, listEnforced: true)
         #expect(rule.check(try Self.context(Self.leafOnly("localhost"), pins: [Self.entry("intermediate-ca", depth: 1)]))
             == .failsRule(.issuerPinsNeedChain, enforcing: true, relaxable: true))
     }
 
     @Test func aListRunningReportOnlyDoesNotEnforceItsMismatch() throws {
-        let rule = PinSetRule(policies: [], listEnforced: false)
+        let rule = PinSetRule(staticPins: .none, listEnforced: false)
         #expect(rule.check(try Self.context(.validated(Self.chain("attacker")), pins: [Self.entry("localhost")]))
             == .failsRule(.pinMismatch, enforcing: false, relaxable: true))
     }
@@ -106,7 +106,7 @@ import Testing
     @Test func anEnforcingPolicyEnforcesBesideAReportOnlyList() throws {
         let policy = try CompiledPolicy(PinPolicy(domain: "localhost", pins: [.leafKey(spkiSHA256Base64: try PinPolicyTests.spki("localhost")),
                                                                               .leafKey(spkiSHA256Base64: PinPolicyTests.backup)]))
-        let rule = PinSetRule(policies: [policy], listEnforced: false)
+        let rule = PinSetRule(staticPins: StaticPins(policies: [policy], denied: []), listEnforced: false)
         #expect(rule.check(try Self.context(.validated(Self.chain("attacker")), pins: [Self.entry("localhost")]))
             == .failsRule(.pinMismatch, enforcing: true, relaxable: true))
     }

@@ -81,8 +81,17 @@ import Testing
             TransportSecurityException(domain: "example.com", requiresForwardSecrecy: false),
             TransportSecurityException(domain: "example.net", includesSubdomains: true, requiresForwardSecrecy: false))
         #expect(exceptions.requirements(for: "api.example.com") == .ats)
-        #expect(exceptions.requirements(for: "a.b.example.net").requiresForwardSecrecy == false)
+        #expect(exceptions.requirements(for: "b.example.net").requiresForwardSecrecy == false)
         #expect(exceptions.requirements(for: "example.net").requiresForwardSecrecy == false)
+    }
+
+    /// Apple's `NSIncludesSubdomains`: `example.com` covers `math.example.com` and
+    /// `history.example.com`, not `advanced.math.example.com`.
+    @Test func includesSubdomainsReachesOneLabelBelowTheDomainAsInATS() throws {
+        let exceptions = try table(TransportSecurityException(domain: "example.com", includesSubdomains: true, minimumTLSVersion: .tlsv10))
+        #expect(exceptions.requirements(for: "math.example.com").minimumTLSVersion == .tlsv10)
+        #expect(exceptions.requirements(for: "history.example.com").minimumTLSVersion == .tlsv10)
+        #expect(exceptions.requirements(for: "advanced.math.example.com") == .ats)
     }
 
     @Test func mostSpecificExceptionWins() throws {

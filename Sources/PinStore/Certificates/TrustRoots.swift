@@ -41,6 +41,19 @@ public struct TrustRoots: Sendable {
         TrustRoots(anchors: anchors, includingSystem: includingSystem)
     }
 
+    /// The certificates of a PEM text as anchors (a private CA, given once for every adapter:
+    /// the pinned URLSession, `PinningTLSVerifier` and the pinned AsyncHTTPClient take this
+    /// value), plus the system store when `includingSystem` is true.
+    ///
+    /// ```swift
+    /// let partnerCA = try TrustRoots.anchors(pem: String(contentsOfFile: "/etc/partner/ca.pem", encoding: .utf8))
+    /// ```
+    ///
+    /// - Throws: ``PinStoreError`` when the text holds no certificate or a malformed one.
+    public static func anchors(pem: String, includingSystem: Bool = false) throws(PinStoreError) -> TrustRoots {
+        TrustRoots(anchors: try X509Certificate.certificates(pem: pem), includingSystem: includingSystem)
+    }
+
     private init(anchors: [X509Certificate], includingSystem: Bool, systemSource: SystemTrustSource = .openSSLDefault) {
         self.anchors = anchors
         self.includesSystemStore = includingSystem

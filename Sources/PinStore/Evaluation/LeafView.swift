@@ -197,9 +197,9 @@ extension PinStore {
         for index in [list, fallbackIndex].compactMap({ $0 }) {
             for (name, _) in index.exact.names { names.insert(name) }
         }
-        for policy in staticPins.policies where policy.pattern.kind == .exact || policy.pattern.kind == .domainAndSubdomains {
-            names.insert(policy.pattern.base)
-        }
+        // Every policy's domain: a host there may select another policy than its neighbours
+        // (the most specific one decides). For `*.base` the base itself is one host too many.
+        for policy in staticPins.policies { names.insert(policy.pattern.base) }
         if let domainsConfig { names.formUnion(domainsConfig.domains.keys) }
         if let expectedNames { names.formUnion(expectedNames) }
         return names

@@ -23,7 +23,7 @@ struct PinningRules: Sendable {
         rules = [
             ExpectedHostRule(expected: expectedNames),
             DeniedKeyRule(denied: staticPins.denied),
-            PinSetRule(policies: staticPins.policies, listEnforced: enforcement == .enforced),
+            PinSetRule(staticPins: staticPins, listEnforced: enforcement == .enforced),
         ]
         relaxations = [
             DomainsConfigRelaxation(),

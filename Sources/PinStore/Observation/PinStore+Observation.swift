@@ -1,7 +1,7 @@
 import Foundation
 
 /// One pinning decision an adapter made with a store: which host, what was decided, when.
-public struct PinningEvent: Sendable {
+public struct PinningEvent: Sendable, CustomStringConvertible {
     /// The host name (or IP address) the client connected to.
     public let host: String
     /// What the adapter decided.
@@ -30,6 +30,12 @@ public struct PinningEvent: Sendable {
         self.date = date
         self.enforced = decision.reportedFailure == nil
         self.listExpired = listExpired
+    }
+
+    /// One line, for line-based log shipping: the host and the decision (a failure's summary,
+    /// without its multi-line details).
+    public var description: String {
+        "\(host): \(decision)".replacingOccurrences(of: "\n", with: " ")
     }
 }
 
@@ -85,10 +91,30 @@ extension PinStore {
         let event = PinningEvent(host: host, decision: decision, date: now, listExpired: listExpired)
         let continuations = observers.withLock { Array($0.decisionContinuations.values) }
         for continuation in continuations { continuation.yield(event) }
-        metrics.record(decision)
+        metrics.record(decision, host: metricsHost(host))
         logReportOnly(decision, host: host)
         reportPinFailure(decision, host: host, port: port, servedChain: servedChain,
                          validatedChain: validatedChain ?? decision.validatedChain, enforced: event.enforced, at: event.date)
+    }
+
+    /// The `host` dimension of `pinstore_decisions_total` for a connection to `host`: the name
+    /// itself when the configuration or the list pins or expects it by that name, the pattern
+    /// when only a wildcard (a list's `*.` entry, a policy's `*.`/`**.` or subdomains) covers
+    /// it, and `other` for everything else, so a hostile or unbounded set of hosts cannot grow
+    /// the label set beyond what the configuration and the lists name.
+    func metricsHost(_ host: String) -> String {
+        guard let key = HostName.lookupKey(host) else { return "other" }
+        let list = state.withLock { $0.stored?.index }
+        for index in [list, fallbackIndex].compactMap({ $0 }) where index.exact[key] != nil { return key }
+        if expectedNames?.contains(key) == true { return key }
+        if let policy = staticPins.policies.first(where: { $0.pattern.matches(key) }) {
+            return policy.pattern.kind == .exact || policy.pattern.kind == .address ? key : policy.policy.domain.lowercased()
+        }
+        if let dot = key.firstIndex(of: "."), dot != key.startIndex {
+            let parent = String(key[key.index(after: dot)...])
+            for index in [list, fallbackIndex].compactMap({ $0 }) where index.wildcard[parent] != nil { return "*." + parent }
+        }
+        return "other"
     }
 
     /// Registers `handler`, called after every change of the list in force (an update applied,

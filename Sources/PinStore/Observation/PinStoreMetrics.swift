@@ -4,20 +4,18 @@ import Foundation
 /// The store's swift-metrics instruments, made once per store so that recording a decision
 /// is a counter increment and nothing more. Names and dimensions are listed in README.md.
 struct PinStoreMetrics: Sendable {
-    /// `pinstore_decisions_total`, one counter per outcome and reason.
-    private let allowed: Counter
-    private let chainNotTrusted: Counter
-    private let pinMismatch: Counter
-    private let noPinsForHost: Counter
-    private let hostNotExpected: Counter
-    private let issuerPinsNeedChain: Counter
-    private let deniedKey: Counter
-    /// Report-only failures (`outcome="reported"`): the connection went on. Only the reasons
-    /// report-only mode relaxes.
-    private let reportedPinMismatch: Counter
-    private let reportedNoPinsForHost: Counter
-    private let reportedIssuerPinsNeedChain: Counter
-    private let transportSecurityNotMet: Counter
+    /// `pinstore_decisions_total`, one counter per host, outcome and reason, made on first use.
+    /// The host dimension is bounded by the configuration (``PinStore/metricsHost(_:)``).
+    private let decisions: Locked<[DecisionKey: Counter]>
+    private let storeDimension: (String, String)
+    private let factory: any MetricsFactory
+
+    private struct DecisionKey: Hashable {
+        let host: String
+        let outcome: String
+        let reason: String
+    }
+
     /// `pinstore_updates_total`, by result.
     private let updates: [PinStore.UpdateResult: Counter]
     /// `pinstore_list_save_failures_total`: verified lists that could not be written to disk.
@@ -28,6 +26,10 @@ struct PinStoreMetrics: Sendable {
     let validPins: Gauge
     /// `pinstore_expired_policies`: static policies past their expiration (no longer enforcing).
     let expiredPolicies: Gauge
+    /// `pinstore_next_pin_expiry_seconds`: seconds until the nearest expiry of a pin in force
+    /// (the list's, the fallback's or a static policy's), so an alert can fire weeks before a
+    /// host loses its pins.
+    let nextPinExpiry: Gauge
     /// `pinstore_list_expired`: 1 while the list in force is past its own `expires`, else 0.
     let listExpired: Gauge
 
@@ -37,24 +39,14 @@ struct PinStoreMetrics: Sendable {
     static let listAgeLabel = "pinstore_list_age_seconds"
     static let validPinsLabel = "pinstore_valid_pins"
     static let expiredPoliciesLabel = "pinstore_expired_policies"
+    static let nextPinExpiryLabel = "pinstore_next_pin_expiry_seconds"
     static let listExpiredLabel = "pinstore_list_expired"
 
     init(identifier: String, factory: any MetricsFactory) {
         let store = ("store", identifier)
-        func decisions(_ outcome: String, _ reason: String) -> Counter {
-            Counter(label: Self.decisionsLabel, dimensions: [store, ("outcome", outcome), ("reason", reason)], factory: factory)
-        }
-        allowed = decisions("allowed", "pinned")
-        chainNotTrusted = decisions("denied", "chain_not_trusted")
-        pinMismatch = decisions("denied", "pin_mismatch")
-        noPinsForHost = decisions("denied", "no_pins_for_host")
-        hostNotExpected = decisions("denied", "host_not_expected")
-        issuerPinsNeedChain = decisions("denied", "issuer_pins_need_chain")
-        deniedKey = decisions("denied", "denied_key")
-        reportedPinMismatch = decisions("reported", "pin_mismatch")
-        reportedNoPinsForHost = decisions("reported", "no_pins_for_host")
-        reportedIssuerPinsNeedChain = decisions("reported", "issuer_pins_need_chain")
-        transportSecurityNotMet = decisions("denied", "transport_security_not_met")
+        storeDimension = store
+        self.factory = factory
+        decisions = Locked([:])
         var updates: [PinStore.UpdateResult: Counter] = [:]
         for result in [PinStore.UpdateResult.ok, .storeIsEmpty, .networkError, .invalidData, .invalidSignature] {
             updates[result] = Counter(label: Self.updatesLabel, dimensions: [store, ("result", result.metricName)], factory: factory)
@@ -64,32 +56,35 @@ struct PinStoreMetrics: Sendable {
         listAge = Gauge(label: Self.listAgeLabel, dimensions: [store], factory: factory)
         validPins = Gauge(label: Self.validPinsLabel, dimensions: [store], factory: factory)
         expiredPolicies = Gauge(label: Self.expiredPoliciesLabel, dimensions: [store], factory: factory)
+        nextPinExpiry = Gauge(label: Self.nextPinExpiryLabel, dimensions: [store], factory: factory)
         listExpired = Gauge(label: Self.listExpiredLabel, dimensions: [store], factory: factory)
     }
 
-    func record(_ decision: PinningDecision) {
+    /// Counts `decision` for `host` (already bounded: a pinned name or `other`).
+    func record(_ decision: PinningDecision, host: String) {
+        let (outcome, reason) = Self.dimensions(of: decision)
+        let key = DecisionKey(host: host, outcome: outcome, reason: reason)
+        let counter = decisions.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = Counter(label: Self.decisionsLabel,
+                                  dimensions: [storeDimension, ("host", host), ("outcome", outcome), ("reason", reason)],
+                                  factory: factory)
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
+    }
+
+    /// The `outcome` and `reason` dimensions of a decision.
+    static func dimensions(of decision: PinningDecision) -> (outcome: String, reason: String) {
         switch decision {
-        case .allow: allowed.increment()
-        case .deny(let failure):
-            switch failure.reason {
-            case .chainNotTrusted: chainNotTrusted.increment()
-            case .pinMismatch: pinMismatch.increment()
-            case .noPinsForHost: noPinsForHost.increment()
-            case .hostNotExpected: hostNotExpected.increment()
-            case .issuerPinsNeedChain: issuerPinsNeedChain.increment()
-            case .deniedKey: deniedKey.increment()
-            case .transportSecurityNotMet: transportSecurityNotMet.increment()
-            }
+        case .allow: return ("allowed", "pinned")
+        case .deny(let failure): return ("denied", failure.reason.metricName)
         case .reportOnly(let failure, _):
             switch failure.reason {
-            case .pinMismatch: reportedPinMismatch.increment()
-            case .noPinsForHost: reportedNoPinsForHost.increment()
-            case .issuerPinsNeedChain: reportedIssuerPinsNeedChain.increment()
+            case .pinMismatch, .noPinsForHost, .issuerPinsNeedChain: return ("reported", failure.reason.metricName)
             // Never made report-only (PinStore+ReportOnly.swift); counted as what they are.
-            case .chainNotTrusted: chainNotTrusted.increment()
-            case .hostNotExpected: hostNotExpected.increment()
-            case .deniedKey: deniedKey.increment()
-            case .transportSecurityNotMet: transportSecurityNotMet.increment()
+            case .chainNotTrusted, .hostNotExpected, .deniedKey, .transportSecurityNotMet: return ("denied", failure.reason.metricName)
             }
         }
     }
@@ -108,6 +103,21 @@ extension PinStore.UpdateResult {
         case .networkError: "network_error"
         case .invalidData: "invalid_data"
         case .invalidSignature: "invalid_signature"
+        }
+    }
+}
+
+extension PinningFailure.Reason {
+    /// The `reason` dimension of `pinstore_decisions_total`.
+    var metricName: String {
+        switch self {
+        case .chainNotTrusted: "chain_not_trusted"
+        case .pinMismatch: "pin_mismatch"
+        case .noPinsForHost: "no_pins_for_host"
+        case .hostNotExpected: "host_not_expected"
+        case .issuerPinsNeedChain: "issuer_pins_need_chain"
+        case .deniedKey: "denied_key"
+        case .transportSecurityNotMet: "transport_security_not_met"
         }
     }
 }

@@ -54,15 +54,16 @@ public enum PinningDecision: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// A one-line summary for logs.
+    /// A one-line summary for logs (a failure's ``PinningFailure/details`` are left out: read
+    /// them from ``failure`` or ``reportedFailure``).
     public var description: String {
         switch self {
         case .allow(let chain):
             "allowed: \(chain.first.flatMap { try? X509Certificate(derRepresentation: $0) }?.subject ?? "?") is trusted and pinned"
         case .deny(let failure):
-            "denied: \(failure)"
+            "denied: \(failure.summary)"
         case .reportOnly(let failure, _):
-            "allowed in report-only mode, pin check failed: \(failure)"
+            "allowed in report-only mode, pin check failed: \(failure.summary)"
         }
     }
 }

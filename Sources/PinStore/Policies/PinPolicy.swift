@@ -17,22 +17,41 @@ import Foundation
 ///     deniedPublicKeys: [knownInterceptionProductKey])
 /// ```
 ///
-/// How a policy combines with the list: for a host, the pins that apply are the list's entries
-/// for it and the pins of every unexpired policy whose domain matches it; the chain is allowed
-/// when at least one of them matches (deny pins are checked before, and win). An expired policy
-/// no longer applies, and the store fails closed: a host that nothing else pins is then refused
-/// as unpinned (`noPinsForHost`), as a host whose list pins expired is,
-/// so a clock moved forward cannot open a host. (Android and TrustKit differ here: an expired
-/// pin-set lets the host through on the normal trust evaluation alone.) A warning is logged
-/// when the store is made and the `pinstore_expired_policies` gauge is set.
+/// **Which policy applies to a host.** The most specific unexpired policy whose domain matches
+/// it supplies the pins, as Apple, Android and TrustKit choose: the host's own name first
+/// (`api.example.com`, or a domain with subdomains on that very name), then `*.` one label
+/// below, then any depth below (`**.` or ``includesSubdomains``), the longest domain first. A
+/// broad parent policy's pins therefore never admit a chain for a host that has a policy of its
+/// own. Specificity narrows the pins, never enforcement: when any matching unexpired policy
+/// enforces, a failure is refused even if the selected one is ``reportOnly``. Two policies that
+/// would be equally specific for some host (the same domain twice, `example.com` and
+/// `example.com` with subdomains, `example.com` with subdomains and `**.example.com`) are
+/// refused when the store is made: merge their pins. (OkHttp differs: it unions every matching
+/// pattern.)
+///
+/// **How the policies combine with the signed list.** Union: the chain is allowed when the
+/// list's pins for the host or the selected policy's pins match (deny pins are checked before,
+/// and win). Both come from the team: the list rotates without a release, the policies survive
+/// a list the store cannot download, and each is the other's backup during a rotation.
+///
+/// **Expiry.** An expired policy no longer applies (the next most specific one does, if any),
+/// and the store fails closed: a host that nothing else pins is then refused as unpinned
+/// (`noPinsForHost`), as a host whose list pins expired is, so a clock moved forward cannot
+/// open a host. (Android and TrustKit differ here: an expired pin-set lets the host through on
+/// the normal trust evaluation alone.) A warning is logged when the store is made and the
+/// `pinstore_expired_policies` gauge is set.
 ///
 /// The store refuses a policy with fewer than two distinct pins (a backup pin, as TrustKit and
 /// RFC 7469 require: with one pin, the next key change locks every client out).
 public struct PinPolicy: Sendable, Hashable {
-    /// `api.example.com`, `*.example.com` (one label), `**.example.com` (any number of labels),
-    /// or an IP address (itself only). See ``includesSubdomains``.
+    /// `api.example.com`, `*.example.com` (exactly one label below `example.com`),
+    /// `**.example.com` (`example.com` itself and every name below it, OkHttp's rule), or an IP
+    /// address (itself only). See ``includesSubdomains``.
     public var domain: String
-    /// Whether the policy also covers every subdomain of ``domain`` (at any depth).
+    /// Whether the policy also covers every subdomain of ``domain``, at any depth (Android's
+    /// `includeSubdomains`; the same as writing `**.` before the domain). Apple's
+    /// `NSIncludesSubdomains` reaches only one label down: write it as two policies,
+    /// `example.com` and `*.example.com`, as ``PinPolicyImport/infoPlist(_:)`` does.
     public var includesSubdomains: Bool
     /// The pins; at least two distinct ones.
     public var pins: [PinIdentity]
@@ -42,11 +61,12 @@ public struct PinPolicy: Sendable, Hashable {
     /// Apple's rule for a domain listing both `NSPinnedLeafIdentities` and `NSPinnedCAIdentities`:
     /// the chain must match a leaf pin **and** a CA pin (one of each kind the policy has), not
     /// just any one pin. Default false (one matching pin is enough). The policy as a whole still
-    /// combines with the list and other policies by the one rule (any that admits the chain).
+    /// combines with the list by the one rule (either admits the chain).
     public var requiresMatchInEachCategory: Bool
     /// Report-only (audit) mode for this policy (TrustKit's `enforcePinning = NO`): when the
     /// policy is the only thing pinning a host and its pins fail, the connection goes on and the
-    /// failure is reported (``PinningDecision/reportOnly(_:validatedChain:)``). Default false.
+    /// failure is reported (``PinningDecision/reportOnly(_:validatedChain:)``). An enforcing
+    /// list entry or an enforcing broader policy for the same host still refuses. Default false.
     public var reportOnly: Bool = false
 
     /// Creates a policy.
@@ -136,7 +156,16 @@ struct StaticPins: Sendable {
 
     init(configuration: PinStore.Configuration) throws(PinStoreError) {
         var policies: [CompiledPolicy] = []
-        for policy in configuration.policies { policies.append(try CompiledPolicy(policy)) }
+        for policy in configuration.policies {
+            let compiled = try CompiledPolicy(policy)
+            if let other = policies.first(where: { $0.pattern.conflicts(with: compiled.pattern) }) {
+                throw PinStoreError(.invalidConfiguration, "policies \(String(reflecting: other.policy.domain))"
+                    + "\(other.policy.includesSubdomains ? " (with subdomains)" : "") and \(String(reflecting: policy.domain))"
+                    + "\(policy.includesSubdomains ? " (with subdomains)" : "") both name the same hosts at the same "
+                    + "specificity, so which one's pins apply would be ambiguous; merge their pins into one policy.")
+            }
+            policies.append(compiled)
+        }
         var denied: [Digest32] = []
         for text in configuration.deniedPublicKeys {
             guard let data = Base64.decodeStrict(text), let digest = Digest32(data) else {
@@ -156,18 +185,31 @@ struct StaticPins: Sendable {
         return nil
     }
 
-    /// Policies whose domain matches `host`: unexpired ones (they apply) and expired ones.
-    func policies(for host: String, now: Int64) -> (applying: [CompiledPolicy], expired: [CompiledPolicy]) {
-        var applying: [CompiledPolicy] = []
-        var expired: [CompiledPolicy] = []
-        for policy in policies where policy.pattern.matches(host) {
-            if now < policy.expires { applying.append(policy) } else { expired.append(policy) }
+    /// The static policies' say for `host` at `now`: the pins of the most specific unexpired
+    /// policy whose domain matches (Apple's, Android's and TrustKit's rule), and whether any
+    /// matching unexpired policy enforces. Specificity narrows the pins, never enforcement: a
+    /// report-only policy for a host does not switch off an enforcing one for its parent
+    /// domain. An expired policy no longer applies at all. Nil when no unexpired policy matches.
+    func selection(for host: String, now: Int64) -> PolicySelection? {
+        var best: (policy: CompiledPolicy, specificity: HostPattern.Specificity)?
+        var enforcing = false
+        for policy in policies where now < policy.expires && policy.pattern.matches(host) {
+            enforcing = enforcing || !policy.policy.reportOnly
+            let specificity = policy.pattern.specificity(for: host)
+            if best.map({ specificity > $0.specificity }) ?? true { best = (policy, specificity) }
         }
-        return (applying, expired)
+        return best.map { PolicySelection(policy: $0.policy, enforcing: enforcing) }
     }
 
     /// Policies expired at `now`, for the start-up warning and the gauge.
     func expiredPolicies(at now: Int64) -> [PinPolicy] {
         policies.filter { now >= $0.expires }.map(\.policy)
     }
+}
+
+/// The policy whose pins apply to a host, and whether a failure enforces
+/// (``StaticPins/selection(for:now:)``).
+struct PolicySelection: Sendable {
+    let policy: CompiledPolicy
+    let enforcing: Bool
 }

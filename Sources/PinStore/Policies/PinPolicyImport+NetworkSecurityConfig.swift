@@ -18,8 +18,12 @@ extension PinPolicyImport {
     /// (mismatched tags, cut off before `</network-security-config>`), that has a DOCTYPE, an
     /// element or attribute outside Android's schema (a typo such as `<pinset>` or
     /// `includeSubdomain` would hide a pin or a subdomain), text where none belongs, or a
-    /// domain declared twice (Android refuses those too) is refused with the line of the
-    /// problem. Attributes of the `xmlns` and `tools` prefixes (Android Studio's lint
+    /// structure Android's parser refuses (a domain declared twice anywhere in the file,
+    /// whatever its `includeSubdomains`; two `base-config`s, two `debug-overrides`, two
+    /// `pin-set`s or `trust-anchors` in one entry; a `domain-config` without a `domain`; a pin
+    /// digest other than SHA-256; `certificates` without a known `src`) is refused with the
+    /// line of the problem. Android skips unknown elements and attributes and accepts an empty
+    /// `pin-set`; PinStore refuses them, since either hides a pin the author meant to declare. Attributes of the `xmlns` and `tools` prefixes (Android Studio's lint
     /// annotations) are allowed anywhere.
     ///
     /// ```swift
@@ -157,27 +161,30 @@ private final class NetworkSecurityConfigReader: NSObject, XMLParserDelegate {
     /// The elements each element may contain (Android's `network-security-config` schema).
     static let children: [String: Set<String>] = [
         "network-security-config": ["base-config", "domain-config", "debug-overrides"],
-        "base-config": ["trust-anchors"],
-        "domain-config": ["domain", "trust-anchors", "pin-set", "domain-config"],
+        // `certificateTransparency`: Android 16's per-entry CT switch (not in debug-overrides).
+        "base-config": ["trust-anchors", "certificateTransparency"],
+        "domain-config": ["domain", "trust-anchors", "pin-set", "domain-config", "certificateTransparency"],
         "pin-set": ["pin"],
         "trust-anchors": ["certificates"],
         "debug-overrides": ["trust-anchors"],
         "domain": [],
         "pin": [],
         "certificates": [],
+        "certificateTransparency": [],
     ]
 
     /// The attributes each element may carry (besides `xmlns` and `tools:` ones).
     static let attributes: [String: Set<String>] = [
         "network-security-config": [],
-        "base-config": ["cleartextTrafficPermitted"],
-        "domain-config": ["cleartextTrafficPermitted"],
+        "base-config": ["cleartextTrafficPermitted", "hstsEnforced"],
+        "domain-config": ["cleartextTrafficPermitted", "hstsEnforced"],
         "domain": ["includeSubdomains"],
         "pin-set": ["expiration"],
         "pin": ["digest"],
         "trust-anchors": [],
         "certificates": ["src", "overridePins"],
         "debug-overrides": [],
+        "certificateTransparency": ["enabled"],
     ]
 
     var configs: [NetworkSecurityConfigDocument.DomainConfig] = []
@@ -191,6 +198,11 @@ private final class NetworkSecurityConfigReader: NSObject, XMLParserDelegate {
     private var openConfigs: [Int] = []
     private var text = ""
     private var includesSubdomains = false
+    /// Android's one-of rules (`XmlConfigSource`): one `base-config`, one `debug-overrides`, and
+    /// one `trust-anchors` per config entry (for each open entry, whether it has one).
+    private var sawBaseConfig = false
+    private var sawDebugOverrides = false
+    private var entryHasTrustAnchors: [Bool] = []
 
     private func fail(_ parser: XMLParser, _ reason: String) {
         guard error == nil else { return }
@@ -230,9 +242,28 @@ private final class NetworkSecurityConfigReader: NSObject, XMLParserDelegate {
         elements.append(name)
         text = ""
         switch name {
+        case "base-config":
+            guard !sawBaseConfig else { return fail(parser, "a second <base-config> (Android allows one)") }
+            sawBaseConfig = true
+            entryHasTrustAnchors.append(false)
+        case "debug-overrides":
+            guard !sawDebugOverrides else { return fail(parser, "a second <debug-overrides> (Android allows one)") }
+            sawDebugOverrides = true
+            entryHasTrustAnchors.append(false)
+        case "trust-anchors":
+            guard entryHasTrustAnchors.last == false else {
+                return fail(parser, "a second <trust-anchors> in one <\(elements.dropLast().last ?? "")> (Android allows one)")
+            }
+            entryHasTrustAnchors[entryHasTrustAnchors.count - 1] = true
+        case "certificates":
+            guard let source = attributes["src"] else { return fail(parser, "<certificates> without src (Android requires it)") }
+            guard ["system", "user", "wfa"].contains(source) || source.hasPrefix("@") else {
+                return fail(parser, "<certificates src=\"\(source)\">: Android knows system, user, wfa or a @resource")
+            }
         case "domain-config":
             configs.append(.init(parent: openConfigs.last, line: parser.lineNumber))
             openConfigs.append(configs.count - 1)
+            entryHasTrustAnchors.append(false)
         case "domain":
             let flag = attributes["includeSubdomains"] ?? "false"
             guard flag == "true" || flag == "false" else { return fail(parser, "includeSubdomains=\"\(flag)\" is neither true nor false") }
@@ -247,7 +278,8 @@ private final class NetworkSecurityConfigReader: NSObject, XMLParserDelegate {
             }
             configs[index].pinSet = set
         case "pin":
-            guard attributes["digest"] == "SHA-256" else {
+            // Android compares the algorithm name case-insensitively.
+            guard attributes["digest"]?.uppercased() == "SHA-256" else {
                 return fail(parser, "pin digest=\"\(attributes["digest"] ?? "")\": only SHA-256 is supported (as on Android)")
             }
         default:
@@ -298,6 +330,9 @@ private final class NetworkSecurityConfigReader: NSObject, XMLParserDelegate {
             configs[index].pinSet?.pins.append(.init(digest: value, line: parser.lineNumber))
         case "domain-config":
             openConfigs.removeLast()
+            _ = entryHasTrustAnchors.popLast()
+        case "base-config", "debug-overrides":
+            _ = entryHasTrustAnchors.popLast()
         default:
             break
         }

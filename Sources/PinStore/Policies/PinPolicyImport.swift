@@ -72,6 +72,12 @@ public enum PinPolicyImport {
     /// `NSPinnedCAIdentities` as ``PinIdentity/caKey(spkiSHA256Base64:)``; a domain with both
     /// requires a match in each (``PinPolicy/requiresMatchInEachCategory``), as ATS does.
     ///
+    /// `NSIncludesSubdomains` means what ATS means by it: the domain and the names exactly one
+    /// label below it. Apple's example: `example.com` with it covers `math.example.com` and
+    /// `history.example.com`, not `advanced.math.example.com`. Such a domain is imported as two
+    /// policies with the same pins, `example.com` and `*.example.com`. Where domains overlap,
+    /// the most specific one decides for a host, as in ATS (see ``PinPolicy``).
+    ///
     /// The import yields every pin the file declares or fails: a key ATS does not define (in
     /// `NSAppTransportSecurity`, a domain or an identity), `NSPinnedDomains` in two places, or a
     /// key written twice in one dictionary of an XML plist (a property list reader keeps only one
@@ -118,14 +124,21 @@ public enum PinPolicyImport {
                 }
                 includesSubdomains = flag
             }
+            guard !domain.contains("*") else {
+                throw PinPolicyImportError(location: here, reason: "ATS domains have no wildcards; use the parent domain with NSIncludesSubdomains")
+            }
             try checkDomain(domain, includesSubdomains: includesSubdomains, location: here)
             let leaf = try identities(settings["NSPinnedLeafIdentities"], location: "\(here).NSPinnedLeafIdentities").map(PinIdentity.leafKey)
             let ca = try identities(settings["NSPinnedCAIdentities"], location: "\(here).NSPinnedCAIdentities").map(PinIdentity.caKey)
             guard !leaf.isEmpty || !ca.isEmpty else {
                 throw PinPolicyImportError(location: here, reason: "has neither NSPinnedLeafIdentities nor NSPinnedCAIdentities")
             }
-            policies.append(PinPolicy(domain: domain, includesSubdomains: includesSubdomains, pins: leaf + ca,
-                                      requiresMatchInEachCategory: !leaf.isEmpty && !ca.isEmpty))
+            let eachCategory = !leaf.isEmpty && !ca.isEmpty
+            policies.append(PinPolicy(domain: domain, pins: leaf + ca, requiresMatchInEachCategory: eachCategory))
+            if includesSubdomains {
+                // ATS: the domain and the names one label below it, not deeper.
+                policies.append(PinPolicy(domain: "*." + domain, pins: leaf + ca, requiresMatchInEachCategory: eachCategory))
+            }
         }
         return policies
     }

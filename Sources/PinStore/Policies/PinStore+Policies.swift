@@ -31,7 +31,7 @@ extension PinStore {
                 return false
             }
         }
-        for policy in staticPins.policies(for: host, now: now).applying {
+        if let policy = staticPins.selection(for: host, now: now)?.policy {
             for identity in policy.policy.pins { lines.append("    \(identity) (policy \(policy.policy.domain))") }
             any = true
         }
@@ -68,15 +68,13 @@ extension PinStore {
         if list == .trusted { return .trusted }
         let now = Int64(clock.now().timeIntervalSince1970.rounded(.down))
         let digest = Digest32(fingerprint)
-        var applies = false
-        for policy in staticPins.policies where now < policy.expires && policy.pattern.matches(host) {
-            applies = true
-            // A policy that also requires a CA match cannot be proved by a lone fingerprint.
-            guard let digest, !policy.needsChainForEveryMatch else { continue }
+        let policy = staticPins.selection(for: host, now: now)?.policy
+        // A policy that also requires a CA match cannot be proved by a lone fingerprint.
+        if let policy, let digest, !policy.needsChainForEveryMatch {
             for identity in policy.identities where identity.identity.kind == .certificate(depth: 0) || identity.identity.kind == .certificate(depth: nil) {
                 if identity.digest.constantTimeEquals(digest) { return .trusted }
             }
         }
-        return list == .untrusted || applies ? .untrusted : .empty
+        return list == .untrusted || policy != nil ? .untrusted : .empty
     }
 }

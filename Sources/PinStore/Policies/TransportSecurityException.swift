@@ -45,14 +45,17 @@ public enum TLSProtocolVersion: String, Sendable, Hashable, CaseIterable, Compar
 ///
 /// Which exception applies to a host: the most specific one whose domain covers it (an entry
 /// for the host itself wins over one for a parent domain with ``includesSubdomains``); a parent
-/// domain's entry covers its subdomains only with ``includesSubdomains``, as ATS's
-/// `NSIncludesSubdomains`. Wildcards are refused: write the parent domain with
+/// domain's entry covers its subdomains only with ``includesSubdomains``, and, as ATS's
+/// `NSIncludesSubdomains`, only those one label below it: `partner.example.net` covers
+/// `api.partner.example.net` but not `eu.api.partner.example.net`. Wildcards are refused: write the parent domain with
 /// ``includesSubdomains``. An app's `NSExceptionDomains` reads in with
 /// ``PinPolicyImport/transportSecurityExceptions(infoPlist:)``.
 public struct TransportSecurityException: Sendable, Hashable {
     /// A host name (`legacy.example.com`) or an IP address.
     public var domain: String
-    /// Whether the exception also covers every subdomain of ``domain`` (ATS's `NSIncludesSubdomains`).
+    /// Whether the exception also covers the names one label below ``domain`` (ATS's
+    /// `NSIncludesSubdomains`: for `example.com`, `math.example.com` but not
+    /// `advanced.math.example.com`).
     public var includesSubdomains: Bool
     /// The lowest TLS version accepted (ATS's `NSExceptionMinimumTLSVersion`). Default TLS 1.2.
     public var minimumTLSVersion: TLSProtocolVersion

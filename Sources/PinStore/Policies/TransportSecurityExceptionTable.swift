@@ -32,7 +32,9 @@ package struct TransportSecurityExceptionTable: Sendable {
             }
             let pattern: HostPattern
             do {
-                pattern = try HostPattern(domain: exception.domain, includesSubdomains: exception.includesSubdomains)
+                // ATS's NSIncludesSubdomains reaches one label below the domain (Apple's example:
+                // example.com covers math.example.com, not advanced.math.example.com).
+                pattern = try HostPattern(domain: exception.domain, subdomains: exception.includesSubdomains ? .oneLabel : .none)
             } catch {
                 throw refuse(error.reason)
             }
@@ -72,10 +74,7 @@ package struct TransportSecurityExceptionTable: Sendable {
             // domain with subdomains), then every entry for one such host (which can only be as
             // strict or stricter for that host, never looser for the others).
             let parent = String(key.dropFirst(2))
-            let covering = entries.first { entry in
-                entry.pattern.kind == .domainAndSubdomains
-                    && (entry.pattern.base == parent || parent.hasSuffix("." + entry.pattern.base))
-            }
+            let covering = entries.first { $0.pattern.coversEveryLabel(below: parent) }
             add(covering?.requirements ?? .ats)
             for entry in entries where entry.pattern.mayMatch(leafName: key) { add(entry.requirements) }
         }

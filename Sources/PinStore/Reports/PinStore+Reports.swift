@@ -54,10 +54,10 @@ extension PinStore {
                 add(pin.isKeyPin ? "pin-sha256=\"\(digest)\"" : "cert-sha256=\"\(digest)\"", expires: pin.expires)
             }
         }
-        for policy in staticPins.policies(for: key, now: now).applying {
+        if let policy = staticPins.selection(for: key, now: now)?.policy {
             if noted == nil {
                 noted = policy.policy.domain
-                includeSubdomains = policy.policy.includesSubdomains
+                includeSubdomains = policy.pattern.coversSubdomains
             }
             for identity in policy.policy.pins {
                 let isCertificate = if case .certificate = identity.kind { true } else { false }

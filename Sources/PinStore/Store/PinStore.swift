@@ -263,18 +263,16 @@ public final class PinStore: Sendable {
         }
         guard list != .trusted, !staticPins.policies.isEmpty, let host = HostName.lookupKey(commonName) else { return list }
         if let expectedNames, !expectedNames.contains(host) { return .untrusted }
-        let applying = staticPins.policies(for: host, now: Int64(clock.now().timeIntervalSince1970.rounded(.down))).applying
-        if let digest {
-            for policy in applying where !policy.needsChainForEveryMatch {
-                for identity in policy.identities where identity.digest.constantTimeEquals(digest) {
-                    switch identity.identity.kind {
-                    case .leafKey, .key(0), .anyKey: return .trusted
-                    default: continue
-                    }
+        let policy = staticPins.selection(for: host, now: Int64(clock.now().timeIntervalSince1970.rounded(.down)))?.policy
+        if let digest, let policy, !policy.needsChainForEveryMatch {
+            for identity in policy.identities where identity.digest.constantTimeEquals(digest) {
+                switch identity.identity.kind {
+                case .leafKey, .key(0), .anyKey: return .trusted
+                default: continue
                 }
             }
         }
-        return list == .untrusted || !applying.isEmpty ? .untrusted : .empty
+        return list == .untrusted || policy != nil ? .untrusted : .empty
     }
 
     /// Whether the certificate `certificateData` (DER) is pinned for host `commonName`.
@@ -807,6 +805,10 @@ public final class PinStore: Sendable {
         let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
         metrics.validPins.record((stored?.index.validPinCount(at: seconds) ?? 0) + fallbackIndex.validPinCount(at: seconds))
         if !staticPins.policies.isEmpty { metrics.expiredPolicies.record(staticPins.expiredPolicies(at: seconds).count) }
+        let nextExpiry = staticPins.policies.reduce(min(stored?.index.nextExpiry(after: seconds) ?? .max, fallbackIndex.nextExpiry(after: seconds))) {
+            $1.expires > seconds ? min($0, $1.expires) : $0
+        }
+        if nextExpiry < .max { metrics.nextPinExpiry.record(nextExpiry - seconds) }
         if let updatedAt = stored?.updatedAt {
             metrics.listAge.record(max(0, now.timeIntervalSince1970 - updatedAt))
         }

@@ -32,11 +32,12 @@ struct PoliciesCommand: ParsableCommand {
         } catch {
             throw CLIError("\(file): \(error)")
         }
-        Console.print("\(file): \(isAndroid ? "Android network security config" : "Info.plist NSPinnedDomains"), \(policies.count) pinned domain(s)")
+        Console.print("\(file): \(isAndroid ? "Android network security config" : "Info.plist NSPinnedDomains"), \(policies.count) polic\(policies.count == 1 ? "y" : "ies")"
+            + (isAndroid ? "" : " (a domain with NSIncludesSubdomains is two: the domain, and *. one label below it)"))
         var refused = 0
         for policy in policies {
             Console.print()
-            Console.print("\(policy.domain)\(policy.includesSubdomains ? " and every subdomain" : "")")
+            Console.print(Self.coverage(of: policy))
             if let expiration = policy.expiration {
                 Console.print("  expires \(ISO8601DateFormatter().string(from: expiration)) (then no longer enforced)")
             }
@@ -52,5 +53,15 @@ struct PoliciesCommand: ParsableCommand {
             }
         }
         if refused > 0 { throw ExitCode(1) }
+    }
+}
+
+extension PoliciesCommand {
+    /// Which hosts a policy covers, in words.
+    static func coverage(of policy: PinPolicy) -> String {
+        let domain = policy.domain
+        if domain.hasPrefix("**.") { return "\(domain) (\(domain.dropFirst(3)) and every name below it)" }
+        if domain.hasPrefix("*.") { return "\(domain) (exactly one label below \(domain.dropFirst(2)))" }
+        return policy.includesSubdomains ? "\(domain) and every name below it" : domain
     }
 }

@@ -5,7 +5,7 @@ import NIOSSL
 import PinStore
 
 /// Pinning for SwiftNIO TLS clients: a ready `NIOSSLCustomVerificationCallbackWithMetadata`
-/// that performs the normal trust evaluation and the pin check (``PinningEvaluator``), and a
+/// that performs the normal trust evaluation and the pin check (`PinningEvaluator`), and a
 /// maker of `NIOSSLClientHandler`s that use it.
 ///
 /// ```swift
@@ -25,7 +25,7 @@ import PinStore
 /// all of it (anchors, dates, host name) before pinning: it never relaxes what the default
 /// verification would refuse. A refused chain fails the handshake before any application byte is
 /// written. Apple ATS's transport minimums hold too (TLS 1.2, forward secrecy, SHA-256 signatures,
-/// RSA-2048/EC-256 keys, relaxed per domain by ``PinStore/TransportSecurityException``).
+/// RSA-2048/EC-256 keys, relaxed per domain by `PinStore/TransportSecurityException`).
 public struct PinningTLSVerifier: Sendable {
     /// The decision this verifier applies.
     public let evaluator: PinningEvaluator
@@ -42,11 +42,14 @@ public struct PinningTLSVerifier: Sendable {
     /// A verifier pinning through `store` after normal evaluation against `trustRoots`.
     ///
     /// - Parameters:
+    ///   - store: The pins.
+    ///   - trustRoots: The anchors of the normal trust evaluation (the system store unless set).
     ///   - updateOnEmpty: Whether a host without pins triggers one forced update of the store
     ///     before deciding; the update runs off the event loop while the handshake waits.
     ///   - updateOnMismatch: Whether a valid chain that matches no pin triggers one forced
     ///     update before deciding (a partner's unannounced rotation). Downloads on behalf of
     ///     refusals happen at most once a minute per store.
+    ///   - logger: Where refusals are logged (at debug); none by default.
     public init(store: PinStore, trustRoots: TrustRoots = .system, updateOnEmpty: Bool = true,
                 updateOnMismatch: Bool = true, logger: Logger? = nil) {
         self.init(evaluator: PinningEvaluator(store: store, trustRoots: trustRoots,
@@ -62,7 +65,7 @@ public struct PinningTLSVerifier: Sendable {
     ///
     /// - Important: swift-nio-ssl ignores a callback's refusal when the context's
     ///   `certificateVerification` is `.none` (and `.optionalVerification` lets a server skip
-    ///   it). Prefer ``makeClientHandler(context:serverHostname:onDecision:)``, which refuses such
+    ///   it). Prefer ``makeClientHandler(context:serverHostname:port:onDecision:)``, which refuses such
     ///   contexts; when handing this callback to another library, make sure it uses
     ///   `.fullVerification` (or `.noHostnameVerification`: the callback checks the host itself).
     ///
@@ -101,7 +104,7 @@ public struct PinningTLSVerifier: Sendable {
     /// pin-failure reports.
     ///
     /// The handshake meets ATS's minimums for the host (TLS 1.2 or later, forward-secret
-    /// suites only, unless a ``PinStore/TransportSecurityException`` relaxes them): when
+    /// suites only, unless a `PinStore/TransportSecurityException` relaxes them): when
     /// `context` allows less, the handler uses a context derived from it with the minimum
     /// version raised and only its forward-secret suites (made once per context and host
     /// requirements). A handshake the server then refuses fails with swift-nio-ssl's error;
@@ -124,9 +127,9 @@ public struct PinningTLSVerifier: Sendable {
     }
 
     /// `base` with ATS's handshake minimums for `serverHostname` applied (the minimum TLS version
-    /// raised, only forward-secret suites kept, unless a ``PinStore/TransportSecurityException``
-    /// relaxes them): for callers that hand ``verificationCallback(serverHostname:onDecision:)``
-    /// to a handler of their own. ``makeClientHandler(context:serverHostname:onDecision:)`` does
+    /// raised, only forward-secret suites kept, unless a `PinStore/TransportSecurityException`
+    /// relaxes them): for callers that hand ``verificationCallback(serverHostname:port:onDecision:)``
+    /// to a handler of their own. ``makeClientHandler(context:serverHostname:port:onDecision:)`` does
     /// this itself.
     ///
     /// ```swift
@@ -205,7 +208,7 @@ public struct PinningTLSSetupError: Error, Sendable, Hashable, CustomStringConve
         code: "certificateVerificationDisabled",
         reason: "The TLSConfiguration has certificateVerification .none, under which swift-nio-ssl ignores a failed verification: pinning would silently do nothing. Use .fullVerification (the default of makeClientConfiguration()).")
 
-    /// The TLS configuration cannot meet a host's ATS transport minimums (``PinStore/TransportSecurityException``).
+    /// The TLS configuration cannot meet a host's ATS transport minimums (`PinStore/TransportSecurityException`).
     public static func transportMinimumUnreachable(_ why: String) -> PinningTLSSetupError {
         PinningTLSSetupError(code: "transportMinimumUnreachable",
                              reason: "The TLSConfiguration cannot meet the host's transport minimums: \(why). "

@@ -20,7 +20,7 @@ extension URLSessionConfiguration {
     /// ```
     ///
     /// A refused server surfaces as `URLError(.serverCertificateUntrusted)` whose
-    /// `NSUnderlyingErrorKey` is the ``PinningFailure`` naming the reason.
+    /// `NSUnderlyingErrorKey` is the `PinningFailure` naming the reason.
     ///
     /// What the pinned transport does, and does not do:
     /// - https only: an `http:` request (or a redirect to one) fails with

@@ -1,14 +1,25 @@
 /// The pins: a connection is allowed when at least one unexpired pin that applies to the host
-/// matches, the signed list's, the fallback's and the static policies' together (one pin set).
+/// matches. Two sources apply, and either may admit the chain:
+/// - the signed list's entries for the host (downloaded, then fallback);
+/// - the static policies' pins, from the single most specific unexpired policy that matches
+///   the host (``StaticPins/selection(for:now:)``: exact name over `*.` over any depth, as
+///   Apple, Android and TrustKit choose), so a broad parent policy cannot admit what the
+///   host's own policy refuses.
+///
+/// The list and the policies are unioned on purpose: both come from the team, the list being
+/// the part that rotates without a release and the policies the part that survives a list the
+/// store cannot download. Each is the other's backup during a rotation, and neither can widen
+/// trust beyond what the team signed or compiled in (deny pins are checked before, and win).
+///
 /// Pins apply, none matches: a pin mismatch (or, for a leaf alone that cannot prove an issuer
 /// pin, ``PinningFailure/Reason/issuerPinsNeedChain``). Nothing applies: the host has no pins
 /// (an expired policy no longer applies: a clock moved forward must not open hosts).
 ///
 /// Report-only may relax these failures: the list's pins and hosts without pins are enforced
-/// unless ``PinStore/Configuration/enforcement`` says otherwise, a policy unless it is
-/// ``PinPolicy/reportOnly``; any enforcing source enforces.
+/// unless ``PinStore/Configuration/enforcement`` says otherwise, the policies unless every
+/// policy matching the host is ``PinPolicy/reportOnly``; any enforcing source enforces.
 struct PinSetRule: PinningRule {
-    let policies: [CompiledPolicy]
+    let staticPins: StaticPins
     /// Whether the list's pins (downloaded and fallback), and hosts without pins, enforce.
     let listEnforced: Bool
 
@@ -29,17 +40,16 @@ struct PinSetRule: PinningRule {
             }
             if matched { return .pinned }
         }
-        var policyApplies = false
-        var policyEnforces = false
-        for policy in policies where connection.now < policy.expires && policy.pattern.matches(host) {
-            policyApplies = true
-            policyEnforces = policyEnforces || !policy.policy.reportOnly
-            switch policy.admits(connection.evidence) {
+        let selection = staticPins.policies.isEmpty ? nil : staticPins.selection(for: host, now: connection.now)
+        if let selection {
+            switch selection.policy.admits(connection.evidence) {
             case true?: return .pinned
             case nil: unprovable = true
-            case false?: continue
+            case false?: break
             }
         }
+        let policyApplies = selection != nil
+        let policyEnforces = selection?.enforcing ?? false
         guard listApplies || policyApplies else {
             return .failsRule(.noPinsForHost(updateResult: nil), enforcing: listEnforced, relaxable: true)
         }
