@@ -59,8 +59,9 @@ struct KeysCommandTests {
         let keys = try Keys()
         let chain = try await keys.chain()
         let before = try Data(contentsOf: URL(fileURLWithPath: chain))
-        let next = try await PinstoreBinary.run(["keys", "next", "--keys", chain] + keys.publicKeyArguments([0, 3])
-            + ["--threshold", "1", "--expires", "2099-01-01T00:00:00Z"] + keys.signArguments([0]))
+        // Version 2 is b, c, d with threshold 2: b alone (and the new set's own key) is not enough.
+        let next = try await PinstoreBinary.run(["keys", "next", "--keys", chain] + keys.publicKeyArguments([1])
+            + ["--threshold", "1", "--expires", "2099-01-01T00:00:00Z"] + keys.signArguments([1]))
         #expect(next.status != 0)
         #expect(next.stderr.contains("signed by 1 of version 2's keys"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: chain)) == before)
