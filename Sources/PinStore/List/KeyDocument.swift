@@ -58,8 +58,9 @@ struct KeyDocument: Sendable {
         guard body.type == Self.type else {
             throw PinStoreError(.invalidKeyDocument, "A key document's type is \(String(reflecting: body.type)), not \"\(Self.type)\".")
         }
-        guard body.version >= 1 else {
-            throw PinStoreError(.invalidKeyDocument, "A key document's version must be 1 or more, not \(body.version).")
+        // Below Int64.max so that "the next version" always exists (no arithmetic may trap).
+        guard body.version >= 1, body.version < Int64.max else {
+            throw PinStoreError(.invalidKeyDocument, "A key document's version must be between 1 and \(Int64.max - 1), not \(body.version).")
         }
         guard (0...FingerprintListDocument.latestExpires).contains(body.expires) else {
             throw PinStoreError(.invalidKeyDocument, "Key document \(body.version): expires \(body.expires) is not a Unix time in seconds between 1970 and 9999.")
