@@ -257,3 +257,32 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: store.configuration.keyDocumentFileURL.path))
     }
 }
+
+/// Workers sharing one storage directory: one follows the key documents, the others take its
+/// keys with its list.
+@Suite struct SharedDirectoryKeyRotationTests {
+    @Test func aDueStoreAdoptsTheKeysAndListAnotherStoreAccepted() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let ring = try KeyRing(count: 5)
+        let clock = ManualClock.inValidPeriod()
+        let publication = Publication()
+        publication.list = try Rotation.list(ring, signers: [0, 1], version: 1)
+        let configuration = try Rotation.configuration(ring, keys: [0, 1, 2], threshold: 2, directory: directory.url)
+        let a = try PinStore(configuration: configuration, fetcher: publication.fetcher(), clock: clock)
+        let quiet = ScriptedFetcher { _ throws(PinStoreError) in throw PinStoreError(.network, "not reachable in this test") }
+        let b = try PinStore(configuration: configuration, fetcher: quiet, clock: clock)
+        try #require(await a.update() == .ok)
+        clock.advance(600)
+        publication.keys = try Rotation.served([KeyDocumentRotationTests.v2(ring)])
+        publication.list = try Rotation.list(ring, signers: [2, 3], entries: [Rotation.other], version: 2)
+        try #require(await a.update(mode: .forced) == .ok)
+        // B never reached the servers (its update is due since start-up): its scheduled update
+        // takes A's saved list, verified with the key documents A saved.
+        #expect(b.nextUpdateDate <= clock.now())
+        _ = await b.scheduledUpdate()
+        #expect(b.keySetVersion == 2)
+        #expect(b.storedEntries == [Rotation.other])
+        #expect(quiet.requestCount == 0)
+    }
+}

@@ -25,9 +25,10 @@ extension PinStore {
         state.withLock { $0.keys.current.version }
     }
 
-    /// Reads the key documents an earlier run accepted and verifies them again from the
-    /// configured set. A file that does not verify (edited, truncated, planted) is refused:
-    /// the store goes on with the configured keys and says so.
+    /// Reads the key documents an earlier run (or another process sharing the storage
+    /// directory) accepted and verifies them again from the configured set; takes them when
+    /// they lead further than the keys in force. A file that does not verify (edited,
+    /// truncated, planted) is refused: the keys in force stay, and the log says so.
     func loadKeyDocuments() {
         do {
             guard let data = try keyFile.readBytes(logger: logger) else { return }
@@ -39,6 +40,7 @@ extension PinStore {
                                                maximumSteps: KeyChain.maximumStoredDocuments)
             guard let last = accepted.last else { return }
             state.withLock { state in
+                guard last.keySet.version > state.keys.current.version else { return }
                 state.keys.current = last.keySet
                 state.keys.accepted = accepted.map(\.wire)
             }

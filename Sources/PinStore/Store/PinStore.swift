@@ -781,6 +781,9 @@ public final class PinStore: Sendable {
             // bring back a pin that has since been removed.
             guard let theirs = persisted.updatedAt, let ours = current.updatedAt, theirs > ours else { return false }
         }
+        // The process that saved the list may have followed newer key documents first (verified
+        // again here from the configured keys, as at start-up).
+        if configuration.keyDocumentURL != nil { loadKeyDocuments() }
         do {
             let verified = try verify(persisted)
             try Self.checkNotExpired(verified, at: now)
