@@ -241,6 +241,21 @@ import Testing
         #expect(restarted.keySetVersion == 1)
     }
 
+    @Test func withoutAKeyDocumentURLTheSavedKeyDocumentsAreNotRead() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let ring = try KeyRing(count: 5)
+        let publication = Publication()
+        let store = try await Self.storeWithList(ring, publication, directory: directory.url)
+        publication.keys = try Rotation.served([Self.v2(ring)])
+        publication.list = try Rotation.list(ring, signers: [1, 2], version: 2)
+        try #require(await store.update(mode: .forced) == .ok)
+        let withoutURL = try PinStore(configuration: Rotation.configuration(ring, keys: [0, 1, 2], threshold: 2, directory: directory.url,
+                                                                             keyDocuments: false),
+                                      fetcher: publication.fetcher(), clock: ManualClock.inValidPeriod())
+        #expect(withoutURL.keySetVersion == 1)
+    }
+
     @Test func withoutAKeyDocumentURLNothingButTheListIsRequested() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanUp() }

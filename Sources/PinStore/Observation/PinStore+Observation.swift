@@ -33,9 +33,10 @@ public struct PinningEvent: Sendable, CustomStringConvertible {
     }
 
     /// One line, for line-based log shipping: the host and the decision (a failure's summary,
-    /// without its multi-line details).
+    /// without its multi-line details), and whether the signed list in force had expired.
     public var description: String {
         "\(host): \(decision)".replacingOccurrences(of: "\n", with: " ")
+            + (listExpired ? " (the signed list in force has expired)" : "")
     }
 }
 

@@ -30,8 +30,12 @@ extension PinStore {
     /// they lead further than the keys in force. A file that does not verify (edited,
     /// truncated, planted) is refused: the keys in force stay, and the log says so.
     func loadKeyDocuments() {
+        // Without key documents configured the store is exactly today's: the configured keys,
+        // and no other file read.
+        guard configuration.keyDocumentURL != nil else { return }
         do {
-            guard let data = try keyFile.readBytes(logger: logger) else { return }
+            // The list file's load already warned about a shared folder: no second warning.
+            guard let data = try keyFile.readBytes(logger: nil) else { return }
             let documents = try KeyChain.documents(in: data, maximumSize: KeyChain.maximumStoredSize)
             // Documents the configuration already covers (a release that ships newer keys) are
             // not needed any more.
