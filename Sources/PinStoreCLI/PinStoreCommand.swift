@@ -21,6 +21,7 @@ struct PinStoreCommand: AsyncParsableCommand {
             KeygenCommand.self,
             FingerprintCommand.self,
             SignCommand.self,
+            KeysCommand.self,
             VerifyCommand.self,
             ServeCommand.self,
             ReportsCommand.self,

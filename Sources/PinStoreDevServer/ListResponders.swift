@@ -25,8 +25,12 @@ package enum ListResponders {
     ///
     /// A request without the header, or whose header is not Base64 of 16 to 32 bytes, gets
     /// `400` with a one-line explanation.
-    package static func challengeList(body: Data, signingKey: P256PrivateKey) -> ListServerResponder {
-        let signer = FingerprintListSigner(privateKey: signingKey)
+    ///
+    /// With `additionalKeys` (a key set with a threshold), each of them also signs, in the
+    /// `X-PinStore-Signatures` header (`keyid:Base64` pairs).
+    package static func challengeList(body: Data, signingKey: P256PrivateKey,
+                                      additionalKeys: [P256PrivateKey] = []) -> ListServerResponder {
+        let signer = FingerprintListSigner(privateKey: signingKey, additionalKeys: additionalKeys)
         return { request in
             guard let challenge = request.header(challengeHeader) else {
                 return plainText(400, "missing \(challengeHeader) header: this server is in challenge mode\n")
@@ -36,13 +40,28 @@ package enum ListResponders {
             }
             do {
                 let signature = try signer.challengeResponseSignature(challenge: challenge, body: body)
-                return ListServerResponse(status: 200, headers: [
-                    ("Content-Type", "application/json"),
-                    (signatureHeader, signature),
-                ], body: body)
+                var headers = [("Content-Type", "application/json"), (signatureHeader, signature)]
+                if let extra = try signer.challengeResponseExtraSignatures(challenge: challenge, body: body) {
+                    headers.append((FingerprintListSigner.extraSignaturesHeader, extra))
+                }
+                return ListServerResponse(status: 200, headers: headers, body: body)
             } catch {
                 return plainText(500, "signing failed: \(error)\n")
             }
+        }
+    }
+
+    /// The path key documents are served at, beside the list.
+    package static let keyDocumentPath = "/keys.json"
+
+    /// Answers `GET /keys.json` with `keyDocuments()` (a served key document file, read per
+    /// request so a test or operator can publish a new version without a restart) and every
+    /// other request with `list`.
+    package static func withKeyDocuments(_ keyDocuments: @escaping @Sendable () -> Data,
+                                         list: @escaping ListServerResponder) -> ListServerResponder {
+        { request in
+            guard request.uri.split(separator: "?").first.map(String.init) == keyDocumentPath else { return list(request) }
+            return ListServerResponse(status: 200, headers: [("Content-Type", "application/json")], body: keyDocuments())
         }
     }
 

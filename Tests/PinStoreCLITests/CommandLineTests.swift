@@ -19,7 +19,7 @@ struct CommandLineTests {
 
     // MARK: Help and errors
 
-    @Test(arguments: ["keygen", "fingerprint", "sign", "verify", "serve", "demo", "policies"])
+    @Test(arguments: ["keygen", "fingerprint", "sign", "keys", "verify", "serve", "demo", "policies"])
     func helpShowsAnExample(command: String) async throws {
         let result = try await PinstoreBinary.run([command, "--help"])
         #expect(result.status == 0)

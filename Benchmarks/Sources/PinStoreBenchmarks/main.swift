@@ -10,6 +10,7 @@ import Glibc
 //   swift run -c release --package-path Benchmarks ahc        pinned versus unpinned AsyncHTTPClient only
 //   swift run -c release --package-path Benchmarks ats        ATS certificate minimums in a pinning decision only
 //   swift run -c release --package-path Benchmarks reports    what a reportURI adds to a refused connection
+//   swift run -c release --package-path Benchmarks keysets    a 2-of-3 key set versus one key on a 1,000-entry list
 //   swift run -c release --package-path Benchmarks memory N   (internal) peak RSS of an N-entry store
 //   sudo Benchmarks/.build/release/PinStoreBenchmarks session          URLSession/AsyncHTTPClient against nginx
 //   sudo Benchmarks/.build/release/PinStoreBenchmarks session-first N  first request of a process, N processes a phase
@@ -194,6 +195,13 @@ if arguments.count == 2, arguments[1] == "ats" {
     exit(0)
 }
 
+// Issue 20 (KeySetBenchmark.swift): `keysets` runs only the key set rows.
+if arguments.count == 2, arguments[1] == "keysets" {
+    print("PinStore key set benchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
+    printTable(try keySetBenchmarkRows())
+    exit(0)
+}
+
 // Issue 12 (ReportBenchmark.swift): `reports` runs only the pin-failure report rows.
 if arguments.count == 2, arguments[1] == "reports" {
     printTable(try reportBenchmarkRows())
@@ -363,6 +371,9 @@ if let memory = childMemory(100_000) {
                     baseline: String(format: "list JSON %.1f MiB", Double(memory.jsonBytes) / 1_048_576),
                     ratio: String(format: "%.2fx", Double(memory.retained) / Double(memory.jsonBytes)), target: "report", met: nil))
 }
+
+// 5a. A 2-of-3 key set versus one key on a 1,000-entry list (KeySetBenchmark.swift).
+rows += try keySetBenchmarkRows()
 
 // 5b. What a reportURI adds to a refused connection (ReportBenchmark.swift).
 rows += try reportBenchmarkRows()

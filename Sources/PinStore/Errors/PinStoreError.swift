@@ -69,6 +69,22 @@ public struct PinStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The store file could not be read or written.
         public static let storage = Code("storage")
 
+        // MARK: Key documents, versions and expiry
+        /// A key document (``PinStore/Configuration/keyDocumentURL``) is malformed or too
+        /// large, a version is skipped or served twice, or more versions than one update follows
+        /// (32) are pending. Maps to ``PinStore/UpdateResult/invalidData``.
+        public static let invalidKeyDocument = Code("invalidKeyDocument")
+        /// A key document is signed by fewer distinct keys than the threshold of the previous
+        /// version, or of its own. Maps to ``PinStore/UpdateResult/invalidSignature``.
+        public static let keyDocumentThresholdNotMet = Code("keyDocumentThresholdNotMet")
+        /// A key document or a list has a lower `version` than the trusted one: a rollback.
+        /// Maps to ``PinStore/UpdateResult/invalidData``.
+        public static let rollback = Code("rollback")
+        /// The newest key document, or a downloaded list, is past its `expires`: it could be a
+        /// replay that keeps withdrawn pins or keys alive (a freeze attack). Maps to
+        /// ``PinStore/UpdateResult/invalidData``.
+        public static let expired = Code("expired")
+
         // MARK: OpenSSL
         /// OpenSSL failed in a way the input does not explain (out of memory, missing algorithm).
         public static let openSSLFailure = Code("openSSLFailure")

@@ -20,6 +20,22 @@ public enum FingerprintList {
         return entries
     }
 
+    /// Like ``verifiedEntries(staticList:publicKey:)`` for a key set: the whole-list signatures
+    /// (`listSignature`, `listSignatures`) must come from at least `threshold` distinct keys of
+    /// `publicKeys`, and the per-entry signatures from one of them, as a store configured with
+    /// ``PinStore/Configuration/additionalPublicKeys`` and ``PinStore/Configuration/signatureThreshold``
+    /// checks them. The list's own `expires` is not judged here.
+    ///
+    /// ```swift
+    /// let entries = try FingerprintList.verifiedEntries(staticList: body, publicKeys: [keyA, keyB, keyC], threshold: 2)
+    /// ```
+    public static func verifiedEntries(staticList body: Data, publicKeys: [P256PublicKey],
+                                       threshold: Int) throws(PinStoreError) -> [FingerprintEntry] {
+        let keys = try ListKeySet(version: 0, keys: publicKeys, threshold: threshold, expires: nil)
+        return try ListVerifier(keys: keys, requireListSignature: false, mode: .static)
+            .verify(PersistedList(mode: .static, body: body, nextUpdate: 0)).entries
+    }
+
     /// Verifies a challenge-mode response (`signature` is the `X-Cert-Pinning-Signature`
     /// header, over `challenge + "&" + body`) and parses its body.
     public static func verifiedEntries(challengeResponse body: Data, challenge: String, signature: String,

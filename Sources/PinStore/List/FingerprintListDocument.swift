@@ -16,6 +16,14 @@ struct FingerprintListDocument: Sendable {
     let timestamp: Int64?
     /// Whether the body has a `listSignature` member (see ``WholeListSignature``).
     let hasListSignature: Bool
+    /// Whether the body has a `listSignatures` member (further whole-list signatures).
+    let hasExtraListSignatures: Bool
+    /// The whole list's `version`, if present: monotonic, a lower one is a rollback. Covered
+    /// by the whole-list signature (static) or the response signature (challenge) only.
+    let version: Int64?
+    /// The whole list's `expires` (Unix seconds), if present: past it the list is no longer
+    /// fresh. Covered like ``version``.
+    let expires: Int64?
 
     /// The latest `expires` any list may carry: 9999-12-31T23:59:59Z. Anything later is a bug
     /// on the server (milliseconds instead of seconds, usually) and is refused.
@@ -77,7 +85,16 @@ struct FingerprintListDocument: Sendable {
         }
         self.entries = entries
         self.timestamp = wire.timestamp
+        if let version = wire.version, version < 0 {
+            throw PinStoreError(.invalidListData, "The list's version \(version) is negative.")
+        }
+        if let expires = wire.expires, !(0...Self.latestExpires).contains(expires) {
+            throw PinStoreError(.invalidListData, "The list's expires \(expires) is not a Unix time in seconds between 1970 and 9999.")
+        }
         self.hasListSignature = wire.listSignature != nil
+        self.hasExtraListSignatures = wire.listSignatures != nil
+        self.version = wire.version
+        self.expires = wire.expires
     }
 
     private struct Wire: Decodable {
@@ -93,6 +110,9 @@ struct FingerprintListDocument: Sendable {
         let fingerprints: [Item]
         let timestamp: Int64?
         let listSignature: String?
+        let listSignatures: [KeyDocument.EnvelopeWire.Signature]?
+        let version: Int64?
+        let expires: Int64?
     }
 
     private static func describe(_ error: DecodingError) -> String {

@@ -12,12 +12,17 @@ import Foundation
 /// let header = try signer.challengeResponseSignature(challenge: challengeHeader, body: body)
 /// ```
 package struct FingerprintListSigner: Sendable {
-    /// The key whose public half the apps configure.
+    /// The key whose public half the apps configure: it makes the per-entry signatures and
+    /// `listSignature`, which the deployed clients and single-key stores read.
     package let privateKey: P256PrivateKey
+    /// Further keys of a key set: each adds a labelled whole-list signature
+    /// (`listSignatures`, see ``WholeListSignature``).
+    package let additionalKeys: [P256PrivateKey]
 
-    /// Creates a signer for `privateKey`.
-    package init(privateKey: P256PrivateKey) {
+    /// Creates a signer for `privateKey`, plus `additionalKeys` for a key set with a threshold.
+    package init(privateKey: P256PrivateKey, additionalKeys: [P256PrivateKey] = []) {
         self.privateKey = privateKey
+        self.additionalKeys = additionalKeys
     }
 
     /// The DER ECDSA-SHA256 signature of one entry's ``FingerprintEntry/signedBytes``
@@ -37,7 +42,11 @@ package struct FingerprintListSigner: Sendable {
     /// With a `timestamp`, the list also carries a whole-list signature (``WholeListSignature``)
     /// over the exact body, timestamp included: deployed clients ignore it, PinStore verifies
     /// it and refuses lists older than the newest it has seen.
-    package func staticList(_ entries: [FingerprintEntry], timestamp: Int64? = nil) throws(PinStoreError) -> Data {
+    ///
+    /// `version` and `expires` (the whole list's, see the README's "Key documents and list
+    /// expiry") need the whole-list signature too, so they need a `timestamp`.
+    package func staticList(_ entries: [FingerprintEntry], timestamp: Int64? = nil,
+                            version: Int64? = nil, expires: Int64? = nil) throws(PinStoreError) -> Data {
         var lines: [String] = []
         lines.reserveCapacity(entries.count)
         for entry in entries {
@@ -45,6 +54,9 @@ package struct FingerprintListSigner: Sendable {
             lines.append(Self.entryObject(entry, signature: signature))
         }
         guard let timestamp else {
+            if version != nil || expires != nil || !additionalKeys.isEmpty {
+                throw PinStoreError(.invalidListData, "A list version, expiry or several signing keys need the whole-list signature; sign with a timestamp.")
+            }
             // Clients drop key pins that no whole-list signature covers (the per-entry signature
             // does not cover the `pin` member): refuse to make a list that would pin nothing.
             if entries.contains(where: { $0.kind != .certificate }) {
@@ -54,17 +66,27 @@ package struct FingerprintListSigner: Sendable {
             try Self.checkClientsAccept(json)
             return json
         }
-        let unsigned = Self.document(members: ["\"\(WholeListSignature.member)\": \"\"", "\"timestamp\": \(timestamp)"], entryLines: lines)
+        var members = ["\"\(WholeListSignature.member)\": \"\""]
+        if !additionalKeys.isEmpty { members.append("\"\(WholeListSignature.extraMember)\": []") }
+        if let version { members.append("\"version\": \(version)") }
+        if let expires { members.append("\"expires\": \(expires)") }
+        members.append("\"timestamp\": \(timestamp)")
+        let unsigned = Self.document(members: members, entryLines: lines)
         try Self.checkClientsAccept(unsigned)
-        return try WholeListSignature.sign(unsigned, with: privateKey)
+        return try WholeListSignature.sign(unsigned, with: [privateKey] + additionalKeys)
     }
 
     /// A challenge-mode response body: `{"timestamp":...,"fingerprints":[...]}` without per-entry
     /// signatures (the response signature covers the whole body). The body does not depend on
     /// the key, so this is static; sign it per request with ``challengeResponseSignature(challenge:body:)``.
-    package static func challengeModeBody(_ entries: [FingerprintEntry], timestamp: Int64) throws(PinStoreError) -> Data {
+    package static func challengeModeBody(_ entries: [FingerprintEntry], timestamp: Int64,
+                                          version: Int64? = nil, expires: Int64? = nil) throws(PinStoreError) -> Data {
         let lines = entries.map { entryObject($0, signature: nil) }
-        let json = document(members: ["\"timestamp\": \(timestamp)"], entryLines: lines)
+        var members: [String] = []
+        if let version { members.append("\"version\": \(version)") }
+        if let expires { members.append("\"expires\": \(expires)") }
+        members.append("\"timestamp\": \(timestamp)")
+        let json = document(members: members, entryLines: lines)
         try checkClientsAccept(json)
         return json
     }
@@ -77,6 +99,24 @@ package struct FingerprintListSigner: Sendable {
         signed.append(body)
         return try privateKey.signature(for: signed).base64EncodedString()
     }
+
+    /// The `X-PinStore-Signatures` value for one challenge-mode response of a key set: each of
+    /// ``additionalKeys``' signature over the same bytes as ``challengeResponseSignature(challenge:body:)``,
+    /// as `keyid:Base64` pairs separated by commas. Nil without additional keys.
+    package func challengeResponseExtraSignatures(challenge: String, body: Data) throws(PinStoreError) -> String? {
+        guard !additionalKeys.isEmpty else { return nil }
+        var signed = Data(challenge.utf8)
+        signed.append(UInt8(ascii: "&"))
+        signed.append(body)
+        var pairs: [String] = []
+        for key in additionalKeys {
+            pairs.append("\(ListKeySet.keyID(of: try key.publicKey)):\(try key.signature(for: signed).base64EncodedString())")
+        }
+        return pairs.joined(separator: ", ")
+    }
+
+    /// The header carrying ``challengeResponseExtraSignatures(challenge:body:)``.
+    package static let extraSignaturesHeader = ListVerifier.extraSignaturesHeader
 
     // MARK: - JSON
 

@@ -22,9 +22,101 @@ import Foundation
 ///
 /// Every byte outside the signature's own value is covered: entries, `depth`, `timestamp`,
 /// whitespace, any other member. Per-entry signatures stay, for the deployed clients.
+///
+/// **Several keys** (a key set with a threshold, ``PinStore/Configuration/signatureThreshold``):
+/// the further signatures go in a `"listSignatures"` member that must come **second**, right
+/// after `listSignature`, each labelled with its key ID (``ListKeySet/keyID(of:)``):
+///
+/// ```json
+/// {
+///   "listSignature": "MEUCIQ...",
+///   "listSignatures": [{"keyid": "3f1c...", "signature": "MEQCIA..."}],
+///   "version": 7, "expires": 1767830400, "timestamp": 1767225600,
+///   "fingerprints": [...]
+/// }
+/// ```
+///
+/// A `listSignatures` signature covers the body with `listSignature`'s value removed **and**
+/// the array emptied (`"listSignatures": []`); `listSignature` covers the body with only its own
+/// value removed, the further signatures included. So a PinStore that knows one key reads
+/// `listSignature` exactly as before (made by that key), and a store with a key set counts
+/// each distinct trusted key once. Signers make the labelled signatures first, then the first.
 enum WholeListSignature {
     /// The member's name.
     static let member = "listSignature"
+    /// The member holding the further, labelled signatures.
+    static let extraMember = "listSignatures"
+
+    /// A body's whole-list signatures and the bytes each kind covers.
+    struct Located {
+        /// `listSignature`'s value.
+        let signature: String
+        /// The body with that value removed: what `signature` covers.
+        let signedBytes: Data
+        /// The labelled signatures of `listSignatures` (empty when the member is absent).
+        let extras: [(keyID: String, signature: String)]
+        /// The body with `listSignature`'s value removed and `listSignatures` emptied: what
+        /// the labelled signatures cover (equal to ``signedBytes`` without the member).
+        let extrasSignedBytes: Data
+        /// Whether the body has the `listSignatures` member where the format puts it.
+        let hasExtraMember: Bool
+    }
+
+    /// Both kinds of signature, when `body` starts with `listSignature` (nil otherwise).
+    /// Throws ``PinStoreError/Code/invalidListData`` when `listSignatures` follows but is not
+    /// an array of `{"keyid", "signature"}` objects.
+    static func locateAll(in body: Data) throws(PinStoreError) -> Located? {
+        guard let (signature, signed) = locate(in: body) else { return nil }
+        let bytes = [UInt8](signed)
+        var index = 0
+        func skipWhitespace() {
+            while index < bytes.count, [0x20, 0x09, 0x0a, 0x0d].contains(bytes[index]) { index += 1 }
+        }
+        func expect(_ text: String) -> Bool {
+            let expected = Array(text.utf8)
+            guard bytes.count - index >= expected.count, Array(bytes[index..<(index + expected.count)]) == expected else { return false }
+            index += expected.count
+            return true
+        }
+        let none = Located(signature: signature, signedBytes: signed, extras: [], extrasSignedBytes: signed, hasExtraMember: false)
+        // `{ "listSignature" : "" , "listSignatures" : [ ... ]`: the blanked first member is
+        // known to be there; find the second.
+        skipWhitespace()
+        guard expect("{") else { return none }
+        skipWhitespace()
+        guard expect("\"\(member)\"") else { return none }
+        skipWhitespace()
+        guard expect(":") else { return none }
+        skipWhitespace()
+        guard expect("\"\"") else { return none }
+        skipWhitespace()
+        guard expect(",") else { return none }
+        skipWhitespace()
+        guard expect("\"\(extraMember)\"") else { return none }
+        skipWhitespace()
+        guard expect(":") else { return none }
+        skipWhitespace()
+        guard expect("[") else {
+            throw PinStoreError(.invalidListData, "\"\(extraMember)\" must be an array of {\"keyid\", \"signature\"} objects.")
+        }
+        let arrayStart = index - 1
+        // Key IDs are hex and signatures Base64: neither holds a `]`, so the array ends at the next one.
+        while index < bytes.count, bytes[index] != UInt8(ascii: "]") { index += 1 }
+        guard index < bytes.count else {
+            throw PinStoreError(.invalidListData, "\"\(extraMember)\" is not a closed array.")
+        }
+        let arrayBytes = Data(bytes[arrayStart...index])
+        let wire: [KeyDocument.EnvelopeWire.Signature]
+        do {
+            wire = try JSONDecoder().decode([KeyDocument.EnvelopeWire.Signature].self, from: arrayBytes)
+        } catch {
+            throw PinStoreError(.invalidListData, "\"\(extraMember)\" must be an array of {\"keyid\": hex, \"signature\": Base64} objects.")
+        }
+        var emptied = Data(bytes[...arrayStart])
+        emptied.append(contentsOf: bytes[index...])
+        return Located(signature: signature, signedBytes: signed, extras: wire.map { ($0.keyid, $0.signature) },
+                       extrasSignedBytes: emptied, hasExtraMember: true)
+    }
 
     /// The signature and the bytes it covers, when `body` starts with the member; nil when the
     /// body has no leading `listSignature` member.
@@ -61,6 +153,29 @@ enum WholeListSignature {
         return (signature, signed)
     }
 
+    /// Signs `body` with several keys: `body` must start with `{"listSignature": "",` and,
+    /// when there are further keys, `"listSignatures": [],` right after. The further keys sign
+    /// first (labelled), then the first key signs the result.
+    static func sign(_ body: Data, with keys: [P256PrivateKey]) throws(PinStoreError) -> Data {
+        guard let first = keys.first else {
+            throw PinStoreError(.privateKeyInvalid, "Signing a list needs at least one key.")
+        }
+        let further = keys.dropFirst()
+        guard !further.isEmpty else { return try sign(body, with: first) }
+        let text = String(decoding: body, as: UTF8.self)
+        guard let located = try locateAll(in: body), located.signature.isEmpty, located.hasExtraMember, located.extras.isEmpty,
+              let range = text.range(of: "\"\(extraMember)\": []") else {
+            throw PinStoreError(.invalidListData, "The list does not start with empty \"\(member)\" and \"\(extraMember)\" members to fill in.")
+        }
+        var extras: [String] = []
+        for key in further {
+            let signature = try key.signature(for: located.extrasSignedBytes).base64EncodedString()
+            extras.append("{\"keyid\": \"\(ListKeySet.keyID(of: try key.publicKey))\", \"signature\": \"\(signature)\"}")
+        }
+        let filled = text.replacingCharacters(in: range, with: "\"\(extraMember)\": [\(extras.joined(separator: ", "))]")
+        return try sign(Data(filled.utf8), with: first)
+    }
+
     /// Signs `body`, which must start with `{"listSignature": "",` (any JSON whitespace):
     /// returns the body with the signature filled in.
     static func sign(_ body: Data, with key: P256PrivateKey) throws(PinStoreError) -> Data {
@@ -77,28 +192,55 @@ enum WholeListSignature {
 }
 
 extension ListSignatureVerifier {
-    /// Checks a static body's whole-list signature (``WholeListSignature``) and returns the
-    /// `timestamp` it covers, which may then serve as a rollback floor; nil when the body has
-    /// no whole-list signature and `required` is false.
+    /// Checks a static body's whole-list signature with this verifier's one key; see
+    /// ``WholeListSignature/verify(body:document:keys:required:)``.
+    func verifyWholeList(body: Data, document: FingerprintListDocument, required: Bool) throws(PinStoreError) -> Int64? {
+        let keys: ListKeySet
+        do {
+            keys = try ListKeySet(version: 0, keys: [publicKey], threshold: 1, expires: nil)
+        } catch {
+            throw PinStoreError(.invalidListSignature, error.reason)
+        }
+        return try WholeListSignature.verify(body: body, document: document, keys: keys, required: required)
+    }
+}
+
+extension WholeListSignature {
+    /// Checks a static body's whole-list signatures against `keys` (at least `keys.threshold`
+    /// distinct keys must have signed) and returns the `timestamp` they cover, which may then
+    /// serve as a rollback floor; nil when the body has no whole-list signature and `required`
+    /// is false.
     ///
     /// - Throws: ``PinStoreError/Code/invalidListSignature`` when the signature is required
-    ///   but absent, or present and wrong; ``PinStoreError/Code/invalidListData`` when the
-    ///   member is not where the format puts it, or the signed body has no `timestamp`.
-    func verifyWholeList(body: Data, document: FingerprintListDocument, required: Bool) throws(PinStoreError) -> Int64? {
-        guard let located = WholeListSignature.locate(in: body) else {
+    ///   but absent, or present and wrong, or too few keys signed;
+    ///   ``PinStoreError/Code/invalidListData`` when a member is not where the format puts it,
+    ///   or the signed body has no `timestamp`.
+    static func verify(body: Data, document: FingerprintListDocument, keys: ListKeySet, required: Bool) throws(PinStoreError) -> Int64? {
+        guard let located = try locateAll(in: body) else {
             if document.hasListSignature {
-                throw PinStoreError(.invalidListData, "The \"\(WholeListSignature.member)\" member must be the list's first member, with a Base64 value.")
+                throw PinStoreError(.invalidListData, "The \"\(member)\" member must be the list's first member, with a Base64 value.")
             }
-            if required {
-                throw PinStoreError(.invalidListSignature, "The list has no whole-list signature (\"\(WholeListSignature.member)\"), which this store requires; sign it with `pinstore sign`, or set requireListSignature to false.")
+            if required || keys.threshold > 1 {
+                let why = keys.threshold > 1
+                    ? "which a key set with threshold \(keys.threshold) needs; sign it with `pinstore sign` and \(keys.threshold) keys"
+                    : "which this store requires; sign it with `pinstore sign`, or set requireListSignature to false"
+                throw PinStoreError(.invalidListSignature, "The list has no whole-list signature (\"\(member)\"), \(why).")
             }
             return nil
+        }
+        if document.hasExtraListSignatures, !located.hasExtraMember {
+            throw PinStoreError(.invalidListData, "The \"\(extraMember)\" member must come right after \"\(member)\".")
         }
         guard let signature = Base64.decodeStrict(located.signature) else {
             throw PinStoreError(.invalidListSignature, "The whole-list signature is not valid Base64.")
         }
-        guard verify(signature, located.signedBytes) else {
-            throw PinStoreError(.invalidListSignature, "The whole-list signature does not verify with the configured public key; the list was signed with another key, or changed after signing (entries added, removed or edited).")
+        let signers = keys.signers(labelled: located.extras, labelledMessage: located.extrasSignedBytes,
+                                   unlabelled: signature, unlabelledMessage: located.signedBytes)
+        guard signers.count >= keys.threshold else {
+            if keys.isSingleKey {
+                throw PinStoreError(.invalidListSignature, "The whole-list signature does not verify with the configured public key; the list was signed with another key, or changed after signing (entries added, removed or edited).")
+            }
+            throw PinStoreError(.invalidListSignature, "The list is signed by \(signers.count) of the \(keys.keys.count) trusted keys (key set version \(keys.version)); \(keys.threshold) distinct keys are needed. Was it signed with a retired key, or changed after signing?")
         }
         guard let timestamp = document.timestamp else {
             throw PinStoreError(.invalidListData, "A list with a whole-list signature must carry a \"timestamp\".")

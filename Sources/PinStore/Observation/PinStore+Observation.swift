@@ -12,6 +12,10 @@ public struct PinningEvent: Sendable, CustomStringConvertible {
     /// (``PinningDecision/reportOnly(_:validatedChain:)``): the connection went on. True for every
     /// other decision, allowed or denied.
     public let enforced: Bool
+    /// Whether the signed list in force was past its own `expires` when the decision was made
+    /// (see ``PinStore/ExpiredListPolicy``): the decision rests on a list that is no longer
+    /// fresh, or, with ``PinStore/ExpiredListPolicy/refusePins``, without its pins.
+    public let listExpired: Bool
 
     /// The pin failure behind the decision, enforced (a denial) or not (report-only); nil when
     /// the connection was allowed by its pins.
@@ -20,17 +24,19 @@ public struct PinningEvent: Sendable, CustomStringConvertible {
     }
 
     /// Creates an event; ``enforced`` follows from `decision`.
-    public init(host: String, decision: PinningDecision, date: Date) {
+    public init(host: String, decision: PinningDecision, date: Date, listExpired: Bool = false) {
         self.host = host
         self.decision = decision
         self.date = date
         self.enforced = decision.reportedFailure == nil
+        self.listExpired = listExpired
     }
 
     /// One line, for line-based log shipping: the host and the decision (a failure's summary,
-    /// without its multi-line details).
+    /// without its multi-line details), and whether the signed list in force had expired.
     public var description: String {
         "\(host): \(decision)".replacingOccurrences(of: "\n", with: " ")
+            + (listExpired ? " (the signed list in force has expired)" : "")
     }
 }
 
@@ -80,7 +86,10 @@ extension PinStore {
     /// evaluation refused) are for the report.
     package func record(_ decision: PinningDecision, host: String, port: Int? = nil,
                         servedChain: [Data] = [], validatedChain: [Data]? = nil) {
-        let event = PinningEvent(host: host, decision: decision, date: clock.now())
+        let now = clock.now()
+        let listExpired = listIsExpired(at: now)
+        if listExpired { noteListExpiry(at: now) }
+        let event = PinningEvent(host: host, decision: decision, date: now, listExpired: listExpired)
         let continuations = observers.withLock { Array($0.decisionContinuations.values) }
         for continuation in continuations { continuation.yield(event) }
         metrics.record(decision, host: metricsHost(host))

@@ -30,6 +30,8 @@ struct PinStoreMetrics: Sendable {
     /// (the list's, the fallback's or a static policy's), so an alert can fire weeks before a
     /// host loses its pins.
     let nextPinExpiry: Gauge
+    /// `pinstore_list_expired`: 1 while the list in force is past its own `expires`, else 0.
+    let listExpired: Gauge
 
     static let decisionsLabel = "pinstore_decisions_total"
     static let updatesLabel = "pinstore_updates_total"
@@ -38,6 +40,7 @@ struct PinStoreMetrics: Sendable {
     static let validPinsLabel = "pinstore_valid_pins"
     static let expiredPoliciesLabel = "pinstore_expired_policies"
     static let nextPinExpiryLabel = "pinstore_next_pin_expiry_seconds"
+    static let listExpiredLabel = "pinstore_list_expired"
 
     init(identifier: String, factory: any MetricsFactory) {
         let store = ("store", identifier)
@@ -54,6 +57,7 @@ struct PinStoreMetrics: Sendable {
         validPins = Gauge(label: Self.validPinsLabel, dimensions: [store], factory: factory)
         expiredPolicies = Gauge(label: Self.expiredPoliciesLabel, dimensions: [store], factory: factory)
         nextPinExpiry = Gauge(label: Self.nextPinExpiryLabel, dimensions: [store], factory: factory)
+        listExpired = Gauge(label: Self.listExpiredLabel, dimensions: [store], factory: factory)
     }
 
     /// Counts `decision` for `host` (already bounded: a pinned name or `other`).

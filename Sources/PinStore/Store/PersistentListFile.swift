@@ -23,6 +23,9 @@ struct PersistedList: Codable, Sendable, Equatable {
     var challenge: String?
     /// Challenge mode: the `X-Cert-Pinning-Signature` header received.
     var signature: String?
+    /// Challenge mode with a key set: the `X-PinStore-Signatures` header received (absent in
+    /// older files and for one key).
+    var extraSignatures: String? = nil
     /// When the next silent update is due (Unix seconds). Not signed: tampering with it can
     /// only move an update earlier or later, never change a pin.
     var nextUpdate: Double
@@ -51,6 +54,24 @@ struct PersistentListFile: Sendable {
     /// creates its own (never a pin the list key did not sign: the content is verified again
     /// on every load, and a file of another user is not read at all).
     func load(logger: Logger? = nil) throws(PinStoreError) -> PersistedList? {
+        guard let data = try readBytes(logger: logger) else { return nil }
+        let path = url.path
+        do {
+            let decoded = try JSONDecoder().decode(PersistedList.self, from: data)
+            guard decoded.format == 1 else {
+                throw PinStoreError(.storage, "The store file \(path) has format \(decoded.format); this version reads format 1.")
+            }
+            return decoded
+        } catch let error as PinStoreError {
+            throw error
+        } catch {
+            throw PinStoreError(.storage, "The store file \(path) is truncated or corrupt; ignoring it until the next good update.")
+        }
+    }
+
+    /// The file's bytes, read with the checks ``load(logger:)`` describes; nil when there is
+    /// no file.
+    func readBytes(logger: Logger? = nil) throws(PinStoreError) -> Data? {
         let path = url.path
         warnAboutWritableDirectory(logger: logger)
         removeStaleTemporaryFiles()
@@ -106,17 +127,7 @@ struct PersistentListFile: Sendable {
             throw PinStoreError(.storage, "The store file \(path) grew while it was read; ignoring it.")
         }
         data.count = total
-        do {
-            let decoded = try JSONDecoder().decode(PersistedList.self, from: data)
-            guard decoded.format == 1 else {
-                throw PinStoreError(.storage, "The store file \(path) has format \(decoded.format); this version reads format 1.")
-            }
-            return decoded
-        } catch let error as PinStoreError {
-            throw error
-        } catch {
-            throw PinStoreError(.storage, "The store file \(path) is truncated or corrupt; ignoring it until the next good update.")
-        }
+        return data
     }
 
     /// Removes temporary files an earlier process left when it died between creating one and

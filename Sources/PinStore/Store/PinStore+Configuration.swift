@@ -1,6 +1,24 @@
 import Foundation
 
 extension PinStore {
+    /// What a store does with the pins of a list that is past its own `expires`.
+    ///
+    /// The default, ``refusePins``, is what the list's signer asked for: `expires` says "do not
+    /// rely on this list after this date", exactly as an entry's `expires` does for one pin, and
+    /// a store that kept the pins would let whoever blocks or replays the list download (a
+    /// freeze attack) keep a withdrawn certificate pinned, silently. Refusing turns that into a
+    /// loud, visible outage instead (hosts pinned only by the expired list are refused until a
+    /// fresh list arrives; the fallback list and static policies still apply), which the
+    /// `pinstore_list_expired` gauge and a log line announce. Teams that value availability
+    /// over that guarantee choose ``keepPins`` and alert on the gauge.
+    public enum ExpiredListPolicy: Sendable, Hashable {
+        /// The expired list's pins no longer count (fail closed). The default.
+        case refusePins
+        /// The expired list's pins keep counting until a fresh list replaces them (each pin
+        /// still ends at its own `expires`); the expiry is only reported.
+        case keepPins
+    }
+
     /// How a ``PinStore`` finds, verifies and keeps its list.
     ///
     /// ```swift
@@ -65,6 +83,34 @@ extension PinStore {
         /// https, or http to a loopback host (a local collector such as `pinstore reports`).
         /// Default none: no report is made. Set it after `init`.
         public var reportURI: URL? = nil
+        /// Further list-signing public keys (same encodings as ``publicKey``): with
+        /// ``publicKey`` they form the key set the app ships with. Default none (one key, as
+        /// before). Set it after `init`.
+        ///
+        /// ```swift
+        /// var configuration = PinStore.Configuration(serviceURL: listURL, publicKey: keyA)
+        /// configuration.additionalPublicKeys = [keyB, keyC]
+        /// configuration.signatureThreshold = 2          // any two of A, B, C sign each list
+        /// configuration.keyDocumentURL = keysURL        // and may rotate them (key documents)
+        /// ```
+        public var additionalPublicKeys: [String] = []
+        /// How many distinct keys of the set must sign a list (its whole-list signatures, or a
+        /// challenge-mode response). Default 1. Above 1, a static list needs whole-list
+        /// signatures (`pinstore sign` with several `--key`s). Set it after `init`.
+        public var signatureThreshold: Int = 1
+        /// The key document version the configured key set stands for: key documents up to it
+        /// are not needed, the next one must be signed by a threshold of these keys. Raise it
+        /// when a release ships the keys of a newer key document. Default 1. Set it after `init`.
+        public var trustedKeyVersion: Int64 = 1
+        /// Where the list server publishes its signed key documents (the README's "Key documents and list expiry"):
+        /// before each list download the store follows them from its trusted version, so that
+        /// the list-signing keys rotate without a release. https, or http to a loopback host.
+        /// Default none: the configured keys are the only ones, as before. Set it after `init`.
+        public var keyDocumentURL: URL? = nil
+        /// What happens to the pins of the list in force once that list is past its own
+        /// `expires` (lists without one never expire). Default ``ExpiredListPolicy/refusePins``.
+        /// Set it after `init`.
+        public var expiredListPolicy: ExpiredListPolicy = .refusePins
 
         /// Creates a configuration; every value after `publicKey` has a default.
         public init(serviceURL: URL,
@@ -97,6 +143,12 @@ extension PinStore {
             self.deniedPublicKeys = deniedPublicKeys
         }
 
+        /// The file the store keeps the key documents it accepted in (next to ``storeFileURL``).
+        public var keyDocumentFileURL: URL {
+            let directory = storageDirectory ?? Self.defaultStorageDirectory
+            return directory.appendingPathComponent("pinstore-\(identifier).keys.json")
+        }
+
         /// The file the store keeps its list in.
         public var storeFileURL: URL {
             let directory = storageDirectory ?? Self.defaultStorageDirectory
@@ -111,7 +163,7 @@ extension PinStore {
             return base.appendingPathComponent("PinStore")
         }
 
-        func validated() throws(PinStoreError) -> (P256PublicKey, PinIndex, StaticPins) {
+        func validated() throws(PinStoreError) -> (ListKeySet, PinIndex, StaticPins) {
             guard serviceURL.isAcceptableListURL(allowingLoopbackHTTP: true) else {
                 throw PinStoreError(.invalidConfiguration, "serviceURL \(serviceURL.absoluteString) must be https (plain http is allowed only for a loopback host).")
             }
@@ -120,6 +172,23 @@ extension PinStore {
                 key = try P256PublicKey(configuredString: publicKey)
             } catch {
                 throw PinStoreError(.invalidConfiguration, "publicKey: \(error.reason)", openSSLErrors: error.openSSLErrors)
+            }
+            var keys = [key]
+            for (index, text) in additionalPublicKeys.enumerated() {
+                do {
+                    keys.append(try P256PublicKey(configuredString: text))
+                } catch {
+                    throw PinStoreError(.invalidConfiguration, "additionalPublicKeys[\(index)]: \(error.reason)", openSSLErrors: error.openSSLErrors)
+                }
+            }
+            let keySet: ListKeySet
+            do {
+                keySet = try ListKeySet(version: trustedKeyVersion, keys: keys, threshold: signatureThreshold, expires: nil)
+            } catch {
+                throw PinStoreError(.invalidConfiguration, "publicKey, additionalPublicKeys, signatureThreshold, trustedKeyVersion: \(error.reason)")
+            }
+            if let keyDocumentURL, !keyDocumentURL.isAcceptableListURL(allowingLoopbackHTTP: true) {
+                throw PinStoreError(.invalidConfiguration, "keyDocumentURL \(keyDocumentURL.absoluteString) must be https (plain http is allowed only for a loopback host).")
             }
             guard !identifier.isEmpty, identifier.count <= 100,
                   identifier.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII || "._-".unicodeScalars.contains($0) }),
@@ -142,7 +211,7 @@ extension PinStore {
                 }
             }
             try validateReportURI()
-            return (key, fallback, try StaticPins(configuration: self))
+            return (keySet, fallback, try StaticPins(configuration: self))
         }
     }
 }

@@ -81,8 +81,12 @@ public final class PinStore: Sendable {
     let logger: Logger
     let clock: any PinStoreClock
     let fetcher: any FingerprintListFetcher
-    let verifier: ListSignatureVerifier
+    /// The key set the configuration ships (``Configuration/publicKey``,
+    /// ``Configuration/additionalPublicKeys``): where every key document chain starts.
+    let configuredKeys: ListKeySet
     let file: PersistentListFile
+    /// Where the key documents accepted so far are kept (``Configuration/keyDocumentFileURL``).
+    let keyFile: PersistentListFile
     /// The configuration's fallback pins, consulted after the downloaded ones.
     let fallbackIndex: PinIndex
     /// The configuration's static policies and deny pins (Policies/).
@@ -113,6 +117,12 @@ public final class PinStore: Sendable {
         /// When the next pin (list, fallback or policy) expires, Unix seconds: reaching it bumps
         /// ``generation``. `.min`: not known yet (recomputed on the next read, without a bump).
         var nextPinExpiry: Int64 = .min
+        /// The list-signing keys in force and the key documents that led to them.
+        var keys: TrustedKeys
+        /// The `expires` of the list in force (Unix seconds); `.max` when it has none.
+        var listExpires: Int64 = .max
+        /// The `expires` whose passing has been reported (one log line per list).
+        var reportedListExpiry: Int64?
     }
 
     /// A list whose signature has been verified, on its way in.
@@ -120,6 +130,10 @@ public final class PinStore: Sendable {
         let persisted: PersistedList
         let entries: [FingerprintEntry]
         let timestamp: Int64?
+        /// The whole list's signed `version`, when it has one.
+        var version: Int64? = nil
+        /// The whole list's signed `expires` (Unix seconds), when it has one.
+        var expires: Int64? = nil
         /// The server's per-domain switch: challenge mode only (``DomainsConfig``).
         var domainsConfig: DomainsConfig? = nil
     }
@@ -138,6 +152,8 @@ public final class PinStore: Sendable {
         /// The server's per-domain switch, re-derived from the signed body on every load
         /// (challenge mode only).
         var domainsConfig: DomainsConfig? = nil
+        /// The signed whole-list `version`: a lower one is a rollback, an equal one a no-op.
+        var version: Int64? = nil
     }
 
     /// Creates a store, loading (and re-verifying) any list saved by an earlier run.
@@ -157,14 +173,14 @@ public final class PinStore: Sendable {
     package init(configuration: Configuration, fetcher: any FingerprintListFetcher, clock: any PinStoreClock,
                  logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil,
                  reportSender: (any PinFailureReportSender)? = nil, reportLimits: PinFailureReporter.Limits = .init()) throws(PinStoreError) {
-        let (publicKey, fallback, staticPins) = try configuration.validated()
+        let (keySet, fallback, staticPins) = try configuration.validated()
         var kept = configuration
         kept.fallbackData = nil
         self.configuration = kept
         self.logger = logger ?? Logger(label: "PinStore", factory: { _ in SwiftLogNoOpLogHandler() })
         self.clock = clock
         self.fetcher = fetcher
-        self.verifier = ListSignatureVerifier(publicKey: publicKey)
+        self.configuredKeys = keySet
         self.fallbackIndex = fallback
         self.staticPins = staticPins
         self.transportSecurity = try TransportSecurityExceptionTable(configuration.transportSecurityExceptions)
@@ -181,9 +197,12 @@ public final class PinStore: Sendable {
         // "no limit" to a caller and must not trap).
         let fileLimit = configuration.maximumListSize > (Int.max - 64 * 1024) / 2 ? Int.max : configuration.maximumListSize * 2 + 64 * 1024
         self.file = PersistentListFile(url: configuration.storeFileURL, maximumSize: fileLimit)
+        self.keyFile = PersistentListFile(url: configuration.keyDocumentFileURL, maximumSize: KeyChain.maximumStoredSize)
         self.state = Locked(State(stored: nil,
                                   schedule: RefreshSchedule(listDue: .distantPast, periodicInterval: configuration.periodicUpdateInterval),
-                                  inFlight: nil))
+                                  inFlight: nil, keys: TrustedKeys(configured: keySet)))
+        // The keys first: the stored list is verified with the keys in force.
+        loadKeyDocuments()
         loadPersistedList()
         warnAboutExpiredPolicies()
         if configuration.enforcement != .enforced || configuration.policies.contains(where: \.reportOnly) {
@@ -454,7 +473,8 @@ public final class PinStore: Sendable {
     }
 
     /// The verified, unexpired entries in force (downloaded ones; fallback excluded), sorted
-    /// by name; names as the store matches them (lowercase, no trailing dot).
+    /// by name; names as the store matches them (lowercase, no trailing dot). Under
+    /// ``ExpiredListPolicy/refusePins`` an entry's `expires` is at most its list's `expires`.
     public var storedEntries: [FingerprintEntry] {
         let now = clock.now()
         return (state.withLock { $0.stored?.index.entries } ?? []).filter { $0.isValid(at: now) }
@@ -543,9 +563,13 @@ public final class PinStore: Sendable {
     }
 
     private func downloadAndApply() async -> UpdateReport {
+        // One time for the whole update: key document expiry, list expiry and the schedule.
+        let now = clock.now()
+        noteListExpiry(at: now)
         do {
-            let verified = try await download()
-            let saveError = try apply(verified)
+            let keys = try await refreshKeys(at: now)
+            let verified = try await download(keys: keys)
+            let saveError = try apply(verified, now: now)
             logger.info("fingerprint list updated", metadata: ["entries": "\(verified.entries.count)", "identifier": "\(configuration.identifier)"])
             return UpdateReport(result: .ok, error: nil, saveError: saveError)
         } catch {
@@ -554,7 +578,7 @@ public final class PinStore: Sendable {
         }
     }
 
-    private func download() async throws(PinStoreError) -> VerifiedList {
+    private func download(keys: ListKeySet) async throws(PinStoreError) -> VerifiedList {
         var headers: [String: String] = [:]
         var challenge: String?
         if configuration.useChallenge {
@@ -576,63 +600,63 @@ public final class PinStore: Sendable {
         let persisted = PersistedList(mode: challenge == nil ? .static : .challenge, body: response.body,
                                       challenge: challenge,
                                       signature: challenge == nil ? nil : response.headers[Self.signatureHeader.lowercased()],
+                                      extraSignatures: challenge == nil ? nil : response.headers[ListVerifier.extraSignaturesHeader.lowercased()],
                                       nextUpdate: 0)
-        return try verify(persisted)
+        return try verifier(keys).verify(persisted)
     }
 
-    /// Verifies signed material, from the network or from the store file.
+    /// The pure verifier for `keys` and this configuration.
+    func verifier(_ keys: ListKeySet) -> ListVerifier {
+        ListVerifier(keys: keys, requireListSignature: configuration.requireListSignature,
+                     mode: configuration.useChallenge ? .challenge : .static)
+    }
+
+    /// Verifies signed material, from the network or from the store file, with the keys in force.
     func verify(_ persisted: PersistedList) throws(PinStoreError) -> VerifiedList {
-        // The configured mode decides what counts as signed: a static file must not load into
-        // a challenge-mode store (whose guarantees, such as rollback protection, it lacks).
-        let configuredMode: PersistedList.Mode = configuration.useChallenge ? .challenge : .static
-        guard persisted.mode == configuredMode else {
-            throw PinStoreError(.storage, "The stored list is in \(persisted.mode.rawValue) mode but the store is configured for \(configuredMode.rawValue) mode; ignoring it until the next update.")
-        }
-        switch persisted.mode {
-        case .static:
-            let document = try FingerprintListDocument(body: persisted.body)
-            let entries = try verifier.verifyStatic(document)
-            // Only a whole-list signature covers a static body's `timestamp`; without one it
-            // must not become a rollback floor (a forged huge value would refuse every later list).
-            let signedTimestamp = try verifier.verifyWholeList(body: persisted.body, document: document,
-                                                               required: configuration.requireListSignature)
-            // Key pins (`"pin": "spki"` / `"ca-spki"`) only where a signature covers that member.
-            // A per-entry signature covers `name&fingerprint&expires` only, so whoever answers the
-            // unsigned list request could otherwise turn a certificate pin into a key pin, or a
-            // leaf key pin into a CA key pin that any certificate above the leaf may satisfy:
-            // trust widened by a field nobody signed. Without a whole-list signature such
-            // entries are dropped (never read as certificate pins either); a list with one has
-            // every member covered.
-            let covered = signedTimestamp != nil ? entries : entries.filter { $0.kind == .certificate }
-            return VerifiedList(persisted: persisted, entries: covered, timestamp: signedTimestamp)
-        case .challenge:
-            // The signature covers the body: check it before parsing anything.
-            try verifier.verifyChallenge(body: persisted.body, challenge: persisted.challenge ?? "", signatureHeader: persisted.signature)
-            let document = try FingerprintListDocument(body: persisted.body)
-            return VerifiedList(persisted: persisted, entries: document.entries.map(\.entry), timestamp: document.timestamp,
-                                domainsConfig: try DomainsConfig(challengeBody: persisted.body))
-        }
+        try verifier(state.withLock { $0.keys.current }).verify(persisted)
     }
 
-    /// Refuses a list older than the one in force: a lower signed timestamp, or none at all
-    /// once a timestamp has been seen (else a signed body without one would erase the floor
-    /// and let an older list in after it).
-    private static func checkRollback(_ verified: VerifiedList, against current: StoredList?) throws(PinStoreError) {
-        guard let storedTimestamp = current?.timestamp else { return }
+    /// Refuses a list older than the one in force: a lower signed timestamp or `version`, or
+    /// none at all once one has been seen (else a signed body without one would erase the
+    /// floor and let an older list in after it). Returns false when the list has the same
+    /// `version` as the one in force: nothing to do.
+    private static func checkRollback(_ verified: VerifiedList, against current: StoredList?) throws(PinStoreError) -> Bool {
+        if let storedVersion = current?.version {
+            guard let newVersion = verified.version else {
+                throw PinStoreError(.rollback, "The list has no signed version, but the stored list has version \(storedVersion); refusing a possible rollback.")
+            }
+            if newVersion < storedVersion {
+                throw PinStoreError(.rollback, "The list's version \(newVersion) is lower than the stored list's \(storedVersion); refusing a rollback.")
+            }
+            if newVersion == storedVersion { return false }
+        }
+        guard let storedTimestamp = current?.timestamp else { return true }
         guard let newTimestamp = verified.timestamp else {
             throw PinStoreError(.invalidListData, "The list has no timestamp, but the stored list has \(storedTimestamp); refusing a possible rollback.")
         }
         if newTimestamp < storedTimestamp {
             throw PinStoreError(.invalidListData, "The list's timestamp \(newTimestamp) is older than the stored list's \(storedTimestamp); refusing a rollback.")
         }
+        return true
+    }
+
+    /// Refuses a list past its own `expires` at `now`: a validly signed old list replayed by
+    /// whoever answers the list request (a freeze attack) must not count as fresh.
+    static func checkNotExpired(_ verified: VerifiedList, at now: Date) throws(PinStoreError) {
+        guard let expires = verified.expires, now.timeIntervalSince1970 >= Double(expires) else { return }
+        throw PinStoreError(.expired, "The list expired at \(Date(timeIntervalSince1970: TimeInterval(expires))) (version \(verified.version.map(String.init) ?? "none")); it may be an old list replayed. Publish a freshly signed list with a later \"expires\".")
     }
 
     /// Puts a verified download in force and saves it. Returns the save error, if any: the
     /// list is in force in this process all the same.
-    private func apply(_ verified: VerifiedList) throws(PinStoreError) -> PinStoreError? {
-        let now = clock.now()
+    private func apply(_ verified: VerifiedList, now: Date) throws(PinStoreError) -> PinStoreError? {
         let current = state.withLock { $0.stored }
-        try Self.checkRollback(verified, against: current)
+        try Self.checkNotExpired(verified, at: now)
+        guard try Self.checkRollback(verified, against: current) else {
+            // The same version as the list in force: nothing changes but the schedule.
+            keepCurrentList(now: now)
+            return nil
+        }
         let valid = verified.entries.filter { $0.isValid(at: now) }
         guard !valid.isEmpty else {
             throw PinStoreError(.noValidEntries, verified.entries.isEmpty
@@ -641,10 +665,7 @@ public final class PinStore: Sendable {
         }
         // At least a minute (or the periodic interval, when shorter) between downloads, however
         // close a pin is to expiring: every validate acts on this date, in every process.
-        let next = max(UpdateSchedule.nextUpdate(for: valid, now: now,
-                                                 periodicInterval: configuration.periodicUpdateInterval,
-                                                 expirationThreshold: configuration.expirationUpdateThreshold),
-                       now.addingTimeInterval(min(Self.minimumUpdateInterval, configuration.periodicUpdateInterval)))
+        let next = nextUpdate(for: valid, listExpires: verified.expires, now: now)
         var persisted = verified.persisted
         persisted.nextUpdate = next.timeIntervalSince1970
         persisted.updatedAt = now.timeIntervalSince1970
@@ -658,27 +679,62 @@ public final class PinStore: Sendable {
             metrics.saveFailures.increment()
             logger.error("could not save the fingerprint list; it is in force in this process only", metadata: ["reason": "\(error)"])
         }
-        install(valid, from: persisted, timestamp: verified.timestamp, domainsConfig: verified.domainsConfig, now: now)
+        install(valid, from: persisted, verified: verified, now: now)
         return saveError
+    }
+
+    /// When the next download is due after a list applied at `now`: the deployed clients'
+    /// rule, no later than the list's own `expires` (an expired list is updated at once), and
+    /// at least a minute (or the periodic interval, when shorter) away however close a pin is
+    /// to expiring: every validate acts on this date, in every process.
+    private func nextUpdate(for valid: [FingerprintEntry], listExpires: Int64?, now: Date) -> Date {
+        var next = UpdateSchedule.nextUpdate(for: valid, now: now, periodicInterval: configuration.periodicUpdateInterval,
+                                             expirationThreshold: configuration.expirationUpdateThreshold)
+        if let listExpires { next = min(next, Date(timeIntervalSince1970: TimeInterval(listExpires))) }
+        return max(next, now.addingTimeInterval(min(Self.minimumUpdateInterval, configuration.periodicUpdateInterval)))
+    }
+
+    /// A download brought the version already in force: keep it, and schedule as if applied.
+    private func keepCurrentList(now: Date) {
+        let (entries, expires) = state.withLock { ($0.stored?.index.entries ?? [], $0.listExpires) }
+        let valid = entries.filter { $0.isValid(at: now) }
+        let next = nextUpdate(for: valid, listExpires: expires == .max ? nil : expires, now: now)
+        state.withLock { $0.schedule.listApplied(nextUpdate: min(next, now.addingTimeInterval(configuration.periodicUpdateInterval))) }
     }
 
     /// Makes `entries` (verified, from `persisted`) the list in force and tells whoever keeps
     /// trust derived from the old one.
     /// `fromFile`: the list was read from the store file at start-up, whose dates nobody signed
     /// and which may be old; see ``RefreshSchedule/dueDate(ofListFromFile:signedTimestamp:now:periodicInterval:)``.
-    private func install(_ entries: [FingerprintEntry], from persisted: PersistedList, timestamp: Int64?,
-                         domainsConfig: DomainsConfig?, now: Date, fromFile: Bool = false) {
+    private func install(_ entries: [FingerprintEntry], from persisted: PersistedList, verified: VerifiedList,
+                         now: Date, fromFile: Bool = false) {
+        let timestamp = verified.timestamp
+        // Under ``ExpiredListPolicy/refusePins`` no pin outlives its list: every read path
+        // (validate, the evaluators, the generation that re-checks pooled connections) then
+        // drops the list's pins at the list's `expires`, with nothing checked per decision.
+        var entries = entries
+        if let listExpires = verified.expires, configuration.expiredListPolicy == .refusePins {
+            entries = entries.map { entry in
+                entry.expires <= listExpires ? entry
+                    : FingerprintEntry(name: entry.name, fingerprint: entry.fingerprint, expires: listExpires,
+                                       depth: entry.depth, kind: entry.kind)
+            }
+        }
         let list = StoredList(index: PinIndex(entries: entries), timestamp: timestamp,
                               updatedAt: persisted.updatedAt, identity: Self.identity(of: persisted),
-                              domainsConfig: domainsConfig)
+                              domainsConfig: verified.domainsConfig, version: verified.version)
         // The file's date is not signed (and another process may run with a longer interval):
         // never later than this store's own periodic interval.
-        let nextUpdate = fromFile
+        var nextUpdate = fromFile
             ? RefreshSchedule.dueDate(ofListFromFile: persisted, signedTimestamp: timestamp, now: now,
                                       periodicInterval: configuration.periodicUpdateInterval)
             : min(Date(timeIntervalSince1970: persisted.nextUpdate), now.addingTimeInterval(configuration.periodicUpdateInterval))
+        if let listExpires = verified.expires {
+            nextUpdate = min(nextUpdate, Date(timeIntervalSince1970: TimeInterval(listExpires)))
+        }
         state.withLock { state in
             state.stored = list
+            state.listExpires = verified.expires ?? .max
             state.schedule.listApplied(nextUpdate: nextUpdate)
             state.generation &+= 1
             state.nextPinExpiry = .min
@@ -704,8 +760,7 @@ public final class PinStore: Sendable {
             let verified = try verify(persisted)
             let now = clock.now()
             let valid = verified.entries.filter { $0.isValid(at: now) }
-            install(valid, from: persisted, timestamp: verified.timestamp, domainsConfig: verified.domainsConfig, now: now,
-                    fromFile: true)
+            install(valid, from: persisted, verified: verified, now: now, fromFile: true)
         } catch {
             logger.warning("ignoring the stored fingerprint list", metadata: ["reason": "\(error)", "file": "\(file.url.path)"])
         }
@@ -726,14 +781,18 @@ public final class PinStore: Sendable {
             // bring back a pin that has since been removed.
             guard let theirs = persisted.updatedAt, let ours = current.updatedAt, theirs > ours else { return false }
         }
+        // The process that saved the list may have followed newer key documents first (verified
+        // again here from the configured keys, as at start-up).
+        if configuration.keyDocumentURL != nil { loadKeyDocuments() }
         do {
             let verified = try verify(persisted)
-            try Self.checkRollback(verified, against: current)
+            try Self.checkNotExpired(verified, at: now)
+            guard try Self.checkRollback(verified, against: current) else { return false }
             let valid = verified.entries.filter { $0.isValid(at: now) }
             guard !valid.isEmpty else { return false }
             // Not `fromFile`: another process of this user (the loader refuses anyone else's
             // file) has just downloaded it, so its schedule stands, within this store's interval.
-            install(valid, from: persisted, timestamp: verified.timestamp, domainsConfig: verified.domainsConfig, now: now)
+            install(valid, from: persisted, verified: verified, now: now)
             logger.info("adopted the newer fingerprint list another process saved", metadata: ["entries": "\(valid.count)", "identifier": "\(configuration.identifier)"])
             return true
         } catch {
@@ -744,6 +803,7 @@ public final class PinStore: Sendable {
 
     /// Refreshes `pinstore_valid_pins` and `pinstore_list_age_seconds`.
     func updateGauges(now: Date) {
+        noteListExpiry(at: now)
         let stored = state.withLock { $0.stored }
         let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
         metrics.validPins.record((stored?.index.validPinCount(at: seconds) ?? 0) + fallbackIndex.validPinCount(at: seconds))
@@ -767,7 +827,7 @@ extension PinStoreError {
     /// The ``PinStore/UpdateResult`` this error stands for.
     public var updateResult: PinStore.UpdateResult {
         switch code {
-        case .invalidListSignature: .invalidSignature
+        case .invalidListSignature, .keyDocumentThresholdNotMet: .invalidSignature
         case .noValidEntries: .storeIsEmpty
         case .network: .networkError
         default: .invalidData

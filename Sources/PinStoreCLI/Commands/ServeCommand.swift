@@ -39,6 +39,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Sign every response over the client's challenge.")
     var challengeMode = false
 
+    @Option(help: "A key document file (`pinstore keys`) to serve at /keys.json, beside the list. Read on every request, so a new version is published by replacing the file.")
+    var keyDocuments: String?
+
     @Option(help: "PEM certificate chain (leaf first) to serve https.")
     var tlsCert: String?
 
@@ -98,8 +101,19 @@ struct ServeCommand: AsyncParsableCommand {
         } else {
             tls = nil
         }
-        let logged: ListServerResponder = { request in
-            let response = responder(request)
+        var served = responder
+        if let keyDocuments {
+            let path = keyDocuments
+            do {
+                _ = try KeyDocumentTools.verify(try InputFiles.data(path, what: "key document file"), keys: nil, threshold: 1,
+                                                trustedVersion: 0, now: Date())
+            } catch {
+                throw CLIError("\(path): stores would refuse these key documents", error)
+            }
+            served = ListResponders.withKeyDocuments({ (try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data() }, list: responder)
+        }
+        let logged: ListServerResponder = { [served] request in
+            let response = served(request)
             Console.print("\(request.method) \(request.uri) -> \(response.status)")
             return response
         }
@@ -129,6 +143,9 @@ struct ServeCommand: AsyncParsableCommand {
         let publicKey = try signingKey.publicKey.x963Representation.base64EncodedString()
         Console.print("serving \(list) (\(description), \(parsed.entries.count) entr\(parsed.entries.count == 1 ? "y" : "ies")) at \(server.baseURL.absoluteString)/")
         Console.print("public key: \(publicKey)")
+        if keyDocuments != nil {
+            Console.print("key documents: \(server.baseURL.absoluteString)\(ListResponders.keyDocumentPath)")
+        }
         Console.print("press Ctrl-C to stop")
 
         try? await server.waitUntilClosed()

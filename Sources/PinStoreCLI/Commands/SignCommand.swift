@@ -42,8 +42,8 @@ struct SignCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The list-signing private key (PEM).")
-    var key: String
+    @Option(help: "The list-signing private key (PEM). Repeat for a key set with a threshold: the first key signs each entry and \"listSignature\", the others add labelled whole-list signatures (\"listSignatures\").")
+    var key: [String]
 
     @Option(help: "A file whose first line decrypts the key.")
     var passphraseFile: String?
@@ -75,6 +75,12 @@ struct SignCommand: AsyncParsableCommand {
     @Flag(help: "Write the deployed format only: per-entry signatures, no whole-list signature and timestamp.")
     var noListSignature = false
 
+    @Option(help: "The whole list's version, covered by its whole-list signature: stores refuse a lower one (rollback) and ignore an equal one.")
+    var listVersion: Int64?
+
+    @Option(help: "When the whole list stops counting as fresh (Unix seconds or ISO 8601): stores refuse it after that and apply their expired-list policy to its pins.")
+    var listExpires: String?
+
     @Flag(help: "Pin the public key (SPKI SHA-256) of each --cert and --host leaf instead of the certificate.")
     var spki = false
 
@@ -85,6 +91,9 @@ struct SignCommand: AsyncParsableCommand {
     var out: String?
 
     func validate() throws {
+        if key.isEmpty {
+            throw ValidationError("Give at least one --key.")
+        }
         if cert.isEmpty, host.isEmpty, entry.isEmpty, ca.isEmpty {
             throw ValidationError("Give at least one --cert, --host, --ca or --entry.")
         }
@@ -94,13 +103,16 @@ struct SignCommand: AsyncParsableCommand {
         if name != nil, host.count != 1, ca.isEmpty {
             throw ValidationError("--name names the entry of exactly one --host.")
         }
+        if noListSignature, key.count > 1 || listVersion != nil || listExpires != nil {
+            throw ValidationError("Several --key, --list-version and --list-expires need the whole-list signature.")
+        }
         if (spki || !ca.isEmpty), noListSignature {
             throw ValidationError("--spki and --ca need the whole-list signature: PinStore drops key pins that no signature covers.")
         }
     }
 
     func run() async throws {
-        let signingKey = try InputFiles.privateKey(key, passphraseFile: passphraseFile)
+        let signingKeys = try key.map { try InputFiles.privateKey($0, passphraseFile: passphraseFile) }
         let expiresOverride = try expires.map { try UnixTime.parse($0, option: "--expires") }
         var entries: [FingerprintEntry] = []
         for path in cert {
@@ -153,7 +165,9 @@ struct SignCommand: AsyncParsableCommand {
         let json: Data
         do {
             let listTimestamp = noListSignature ? nil : try timestamp.map { try UnixTime.parse($0, option: "--timestamp") } ?? now
-            json = try FingerprintListSigner(privateKey: signingKey).staticList(entries, timestamp: listTimestamp)
+            let listExpiry = try listExpires.map { try UnixTime.parse($0, option: "--list-expires") }
+            json = try FingerprintListSigner(privateKey: signingKeys[0], additionalKeys: Array(signingKeys.dropFirst()))
+                .staticList(entries, timestamp: listTimestamp, version: listVersion, expires: listExpiry)
         } catch {
             throw CLIError("signing", error)
         }

@@ -18,8 +18,15 @@ struct VerifyCommand: AsyncParsableCommand {
             SubjectPublicKeyInfo, or a file holding one of those. --now evaluates expiry as of
             another time (Unix seconds or ISO 8601), e.g. to check an archived list.
 
+            With a key set (several --public-key and --threshold, or --keys with a key document
+            file, whose newest set is used after the whole chain verifies) the list must carry
+            whole-list signatures by that many distinct keys; its version and expires are shown
+            and an expired list fails.
+
             Examples:
               pinstore verify list.json --public-key BC3kV9OIDnMu...Nv+XE=
+              pinstore verify list.json --public-key a.pub.pem --public-key b.pub.pem --public-key c.pub.pem --threshold 2
+              pinstore verify list.json --keys keys.json
               pinstore verify list.json --public-key list-signing.pub.pem --now 1704067200
               pinstore verify body.json --public-key key.b64 --challenge AAECAwQFBgcICQoLDA0ODw== --signature MEUCIQ...
             """
@@ -28,8 +35,14 @@ struct VerifyCommand: AsyncParsableCommand {
     @Argument(help: "The list file (static list, or challenge-mode response body).")
     var list: String
 
-    @Option(help: "The public key apps configure, inline or as a file.")
-    var publicKey: String
+    @Option(help: "The public key apps configure, inline or as a file; repeat for a key set.")
+    var publicKey: [String] = []
+
+    @Option(help: "Key sets: how many distinct keys must have signed the list.")
+    var threshold: Int = 1
+
+    @Option(help: "A key document file: verify its chain and check the list against its newest key set.")
+    var keys: String?
 
     @Option(help: "Challenge mode: the X-Cert-Pinning-Challenge value the response answers.")
     var challenge: String?
@@ -41,6 +54,12 @@ struct VerifyCommand: AsyncParsableCommand {
     var now: String?
 
     func validate() throws {
+        if publicKey.isEmpty, keys == nil {
+            throw ValidationError("Give --public-key, or --keys with a key document file.")
+        }
+        if keys != nil || publicKey.count > 1 || threshold > 1, challenge != nil {
+            throw ValidationError("Key sets are checked on static lists here; check challenge-mode responses with one --public-key.")
+        }
         if (challenge == nil) != (signature == nil) {
             throw ValidationError("--challenge and --signature go together (challenge mode).")
         }
@@ -48,9 +67,13 @@ struct VerifyCommand: AsyncParsableCommand {
 
     func run() async throws {
         let body = try InputFiles.data(list, what: "list file")
-        let key = try InputFiles.publicKey(publicKey)
         let asOf = try now.map { try UnixTime.parse($0, option: "--now") } ?? Int64(Date().timeIntervalSince1970)
         let date = Date(timeIntervalSince1970: TimeInterval(asOf))
+        if keys != nil || publicKey.count > 1 || threshold > 1 {
+            try verifyWithKeySet(body, asOf: asOf)
+            return
+        }
+        let key = try InputFiles.publicKey(publicKey[0])
 
         var rows: [(status: String, entry: FingerprintEntry)] = []
         var libraryVerdict: String?
@@ -113,6 +136,46 @@ struct VerifyCommand: AsyncParsableCommand {
             throw ExitCode.failure
         }
         if libraryVerdict != nil {
+            throw ExitCode.failure
+        }
+        Console.print("all \(rows.count) entr\(rows.count == 1 ? "y" : "ies") valid as of \(UnixTime.iso8601(asOf))")
+    }
+
+    /// A static list against a key set, as a store with that set verifies it.
+    private func verifyWithKeySet(_ body: Data, asOf: Int64) throws {
+        let date = Date(timeIntervalSince1970: TimeInterval(asOf))
+        var setKeys = try publicKey.map(InputFiles.publicKey)
+        var setThreshold = threshold
+        if let keys {
+            let file = try InputFiles.data(keys, what: "key document file")
+            do {
+                let newest = try KeyDocumentTools.newestKeys(file, now: date)
+                setKeys = newest.keys
+                setThreshold = newest.threshold
+                Console.print("\(keys): key set version \(newest.version), threshold \(newest.threshold) of \(newest.keys.count)")
+            } catch {
+                throw CLIError("\(keys): stores would refuse these key documents", error)
+            }
+        }
+        let verified: (entries: [FingerprintEntry], version: Int64?, expires: Int64?, timestamp: Int64?)
+        do {
+            verified = try KeyDocumentTools.verifyStaticList(body, keys: setKeys, threshold: setThreshold)
+        } catch {
+            throw CLIError("\(list): refused", error)
+        }
+        Console.print("\(list): static list, \(verified.entries.count) entr\(verified.entries.count == 1 ? "y" : "ies"), signed by at least \(setThreshold) of \(setKeys.count) keys")
+        Console.print("version: \(verified.version.map(String.init) ?? "none")")
+        if let expires = verified.expires {
+            Console.print("list expires: \(UnixTime.iso8601(expires)) (\(expires))")
+        }
+        let rows = verified.entries.map { ($0.isValid(at: date) ? "valid" : "expired", $0) }
+        printTable(rows, asOf: asOf)
+        if let expires = verified.expires, asOf >= expires {
+            Console.printError("the list expired at \(UnixTime.iso8601(expires)): stores refuse it")
+            throw ExitCode.failure
+        }
+        if rows.isEmpty || rows.contains(where: { $0.0 != "valid" }) {
+            Console.printError("not every entry is valid as of \(UnixTime.iso8601(asOf))")
             throw ExitCode.failure
         }
         Console.print("all \(rows.count) entr\(rows.count == 1 ? "y" : "ies") valid as of \(UnixTime.iso8601(asOf))")
