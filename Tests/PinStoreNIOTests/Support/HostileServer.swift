@@ -40,12 +40,15 @@ final class HostileServer: Sendable {
         case informationalStorm
         /// `HTTP/1.1 200 OK`, then header lines forever.
         case endlessHeaders
+        /// Not hostile: three `103 Early Hints`, then `200 OK` with the body `final`, then silence
+        /// (the limits let a well-behaved server through).
+        case informationalThenFinal
 
         var speaksHTTP2: Bool {
             switch self {
             case .pingFlood, .settingsFlood, .continuationFlood, .http2OversizedHeaders, .http2InformationalStorm, .windowUpdateOverflow,
                  .pushPromise: true
-            case .endlessStatusLine, .informationalStorm, .endlessHeaders: false
+            case .endlessStatusLine, .informationalStorm, .endlessHeaders, .informationalThenFinal: false
             }
         }
 
@@ -179,7 +182,10 @@ private final class HostileHandler: ChannelInboundHandler {
         started = true
         var first = ByteBuffer()
         if behaviour.speaksHTTP2 {
-            H2.frame(type: 4, flags: 0, stream: 0, payload: [], into: &first)  // the server's SETTINGS
+            // The server's SETTINGS, and the acknowledgement of the client's (which puts them,
+            // SETTINGS_ENABLE_PUSH = 0 among them, in force).
+            H2.frame(type: 4, flags: 0, stream: 0, payload: [], into: &first)
+            H2.frame(type: 4, flags: 0x1, stream: 0, payload: [], into: &first)
         }
         Self.opening(behaviour, into: &first)
         write(first, context: context)
@@ -226,6 +232,9 @@ private final class HostileHandler: ChannelInboundHandler {
             buffer.writeString("HTTP/1.1 200 ")
         case .endlessHeaders:
             buffer.writeString("HTTP/1.1 200 OK\r\n")
+        case .informationalThenFinal:
+            buffer.writeString(String(repeating: "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n", count: 3))
+            buffer.writeString("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal")
         case .pingFlood, .settingsFlood, .http2InformationalStorm, .informationalStorm:
             break
         }
@@ -242,7 +251,7 @@ private final class HostileHandler: ChannelInboundHandler {
         case .endlessStatusLine: return Chunks.reasonPhrase
         case .informationalStorm: return Chunks.earlyHints
         case .endlessHeaders: return Chunks.headerLines
-        case .windowUpdateOverflow, .pushPromise: return nil
+        case .windowUpdateOverflow, .pushPromise, .informationalThenFinal: return nil
         }
     }
 }
