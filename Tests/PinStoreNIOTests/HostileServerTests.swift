@@ -116,6 +116,17 @@ import Testing
         #expect(outcome.elapsed < Self.prompt)
     }
 
+    @Test func http2GoAwayWithAnErrorFailsTheOpenRequestAtOnce() async throws {
+        let outcome = try await run(.goAwayWithError)
+        #expect(outcome.error?.code == .badServerResponse)
+        guard case .http2GoAway(let code)? = outcome.cause else {
+            Issue.record("expected a GOAWAY failure, got \(String(describing: outcome.error))")
+            return
+        }
+        #expect(code.lowercased().contains("internal"))
+        #expect(outcome.elapsed < Self.prompt)
+    }
+
     @Test func endlessStatusLineFailsAtTheHeadLimit() async throws {
         let outcome = try await run(.endlessStatusLine)
         #expect(outcome.error?.code == .badServerResponse)

@@ -69,6 +69,9 @@ public enum PinnedTransportError: Error, Sendable, Hashable, CustomStringConvert
     case http2PushRefused
     /// HTTP/2: another connection error (flow control, protocol), with swift-nio-http2's words.
     case http2ProtocolViolation(String)
+    /// HTTP/2: the server ended the connection with an error (a GOAWAY frame whose error code
+    /// is not NO_ERROR) while the request was open.
+    case http2GoAway(errorCode: String)
 
     public var description: String {
         switch self {
@@ -88,6 +91,8 @@ public enum PinnedTransportError: Error, Sendable, Hashable, CustomStringConvert
             "The server pushed a stream (PUSH_PROMISE) although the client disabled server push."
         case .http2ProtocolViolation(let detail):
             "The server violated the HTTP/2 protocol: \(detail)"
+        case .http2GoAway(let code):
+            "The server ended the HTTP/2 connection with an error (GOAWAY, \(code)) before the response was complete."
         }
     }
 }

@@ -502,7 +502,7 @@ final class PinnedHTTPSTransport: Sendable {
             case .responseTooLarge, .bufferedBodyBudgetExceeded:
                 return urlError(.dataLengthExceedsMaximum, url, cause.description, underlying: cause)
             case .responseHeadTooLarge, .tooManyInformationalResponses, .http2ContinuationFlood, .http2ControlFrameFlood,
-                 .http2PushRefused, .http2ProtocolViolation:
+                 .http2PushRefused, .http2ProtocolViolation, .http2GoAway:
                 return urlError(.badServerResponse, url, cause.description, underlying: cause)
             }
         case .badResponse(let detail):

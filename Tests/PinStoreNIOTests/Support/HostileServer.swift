@@ -33,6 +33,9 @@ final class HostileServer: Sendable {
         case windowUpdateOverflow
         /// A PUSH_PROMISE on the request's stream, then silence.
         case pushPromise
+        /// A GOAWAY with INTERNAL_ERROR that keeps the request's stream (last stream ID 1), then
+        /// silence with the connection open.
+        case goAwayWithError
         // HTTP/1.1 (ALPN http/1.1).
         /// `HTTP/1.1 200 ` followed by an endless reason phrase.
         case endlessStatusLine
@@ -47,7 +50,7 @@ final class HostileServer: Sendable {
         var speaksHTTP2: Bool {
             switch self {
             case .pingFlood, .settingsFlood, .continuationFlood, .http2OversizedHeaders, .http2InformationalStorm, .windowUpdateOverflow,
-                 .pushPromise: true
+                 .pushPromise, .goAwayWithError: true
             case .endlessStatusLine, .informationalStorm, .endlessHeaders, .informationalThenFinal: false
             }
         }
@@ -228,6 +231,8 @@ private final class HostileHandler: ChannelInboundHandler {
             block += Array("/pushed".utf8)
             block += [0x01, 0x09] + Array("localhost".utf8)
             H2.frame(type: 5, flags: 0x4, stream: 1, payload: block, into: &buffer)
+        case .goAwayWithError:
+            H2.frame(type: 7, flags: 0, stream: 0, payload: [0, 0, 0, 1, 0, 0, 0, 2], into: &buffer)
         case .endlessStatusLine:
             buffer.writeString("HTTP/1.1 200 ")
         case .endlessHeaders:
@@ -251,7 +256,7 @@ private final class HostileHandler: ChannelInboundHandler {
         case .endlessStatusLine: return Chunks.reasonPhrase
         case .informationalStorm: return Chunks.earlyHints
         case .endlessHeaders: return Chunks.headerLines
-        case .windowUpdateOverflow, .pushPromise, .informationalThenFinal: return nil
+        case .windowUpdateOverflow, .pushPromise, .goAwayWithError, .informationalThenFinal: return nil
         }
     }
 }

@@ -526,9 +526,12 @@ final class ResponsePreambleLimiter: ChannelInboundHandler, RemovableChannelHand
 /// Sits behind swift-nio-http2's handler on an HTTP/2 connection and acts on its connection
 /// errors: the library sends GOAWAY and reports the error down the pipeline, but neither closes
 /// the connection nor ends its streams, whose requests would wait for their timeout. Here every
-/// open stream's request fails at once with the cause, and the connection closes.
+/// open stream's request fails at once with the cause, and the connection closes. The same for
+/// a GOAWAY with an error code from the server: the server is ending the connection, and
+/// swift-nio-http2 closes only the streams above the GOAWAY's last stream ID.
 final class HTTP2ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = NIOAny
+    /// The connection's own frames (stream 0), which swift-nio-http2 passes on.
+    typealias InboundIn = HTTP2Frame
 
     /// Set once the connection failed: no new stream is opened on it.
     private(set) var failure: PinnedHTTPFailure?
@@ -544,11 +547,22 @@ final class HTTP2ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler
         streams.append(WeakStream(handler: handler))
     }
 
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .goAway(_, let code, _) = unwrapInboundIn(data).payload, code != .noError {
+            fail(.misbehaving(.http2GoAway(errorCode: String(describing: code))), context: context)
+        }
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A stream error ends its stream only (swift-nio-http2 resets it, and its request fails
-        // there); anything else ends the connection.
-        guard failure == nil, !(error is any NIOHTTP2Error) || PinnedTransportError.isHTTP2ConnectionError(error) else { return }
-        let failure = PinnedHTTPFailure.classify(error, decision: nil)
+        // there); TLS and socket errors close the connection through EstablishmentWatcher, and
+        // its streams fail as it closes, as before.
+        guard PinnedTransportError.isHTTP2ConnectionError(error) else { return }
+        fail(PinnedHTTPFailure.classify(error, decision: nil), context: context)
+    }
+
+    private func fail(_ failure: PinnedHTTPFailure, context: ChannelHandlerContext) {
+        guard self.failure == nil else { return }
         self.failure = failure
         let open = streams
         streams = []

@@ -60,7 +60,9 @@ extension PinnedTransportError {
              is NIOHTTP2Errors.PushInViolationOfSetting, is NIOHTTP2Errors.InvalidFlowControlWindowSize,
              is NIOHTTP2Errors.InvalidWindowIncrementSize, is NIOHTTP2Errors.FlowControlViolation,
              is NIOHTTP2Errors.UnableToParseFrame, is NIOHTTP2Errors.MissingPreface,
-             is NIOHTTP2Errors.ReceivedBadSettings, is NIOHTTP2Errors.InvalidSetting:
+             is NIOHTTP2Errors.ReceivedBadSettings, is NIOHTTP2Errors.InvalidSetting,
+             is NIOHTTP2Errors.StreamIDTooSmall, is NIOHTTP2Errors.InvalidStreamIDForPeer,
+             is NIOHTTP2Errors.RaisedGoawayLastStreamID:
             return true
         default:
             return false
