@@ -17,7 +17,8 @@ import Testing
 /// has them). The memory bound is asserted through what the server managed to write before the
 /// client gave up (the client cannot hold more than it read) or, for bodies, through the
 /// session's body budget counter: both independent of other tests running in the process.
-@Suite struct HostileServerTests {
+/// Serialized: a flood, however short, is CPU the other network tests running alongside need.
+@Suite(.serialized) struct HostileServerTests {
     static let requestTimeout: TimeInterval = 30
     /// Well before the request timeout: a request that only ends at the timeout fails the test.
     static let prompt: Duration = .seconds(12)
@@ -162,7 +163,7 @@ import Testing
     // MARK: Endless bodies
 
     /// Four completion-handler requests for endless bodies at once, through one session whose
-    /// budget is 4 MiB: each fails once the bodies together would pass the budget, and the
+    /// budget is 1 MiB: each fails once the bodies together would pass the budget, and the
     /// bytes buffered at once never passed it. (Time to fail is bounded by the request timeout
     /// only: it is the time to receive a few budgets' worth of bytes on a loaded machine.)
     func endlessBodiesStayWithinTheSessionBudget(http2: Bool) async throws {
@@ -170,7 +171,7 @@ import Testing
             ? try await TestServer.http2(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
             : try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
         defer { Task { await server.shutdown() } }
-        let budget = 4 << 20
+        let budget = 1 << 20
         let session = try session(limits: PinnedTransportLimits(bufferedBodyBudget: budget))
         let transport = try #require(PinnedSessionRegistry.transport(of: session.configuration))
         let clock = ContinuousClock()
@@ -212,24 +213,24 @@ import Testing
         let base = URLSessionConfiguration.ephemeral
         base.timeoutIntervalForRequest = Self.requestTimeout
         let configuration = URLSessionConfiguration.pinned(by: try Pins.good(), trustRoots: try Pins.anchors, updateOnEmpty: false,
-                                                           basedOn: base, limits: PinnedTransportLimits(bufferedBodyBudget: 1 << 20))
+                                                           basedOn: base, limits: PinnedTransportLimits(bufferedBodyBudget: 256 << 10))
         let collector = StreamedBytesCounter()
         let session = URLSession(configuration: configuration, delegate: collector, delegateQueue: nil)
         defer { session.finishTasksAndInvalidate() }
-        session.dataTask(with: URL(string: "https://localhost:\(server.port)/stream?mib=4")!).resume()
+        session.dataTask(with: URL(string: "https://localhost:\(server.port)/stream?mib=1")!).resume()
         let error = await collector.completion()
         #expect(error == nil)
-        #expect(collector.bytes.withLock { $0 } == 4 << 20)
+        #expect(collector.bytes.withLock { $0 } == 1 << 20)
     }
 
     @Test func bodyWithinTheBudgetIsDeliveredWholeAndGivenBack() async throws {
         let server = try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
         defer { Task { await server.shutdown() } }
-        let session = try session(limits: PinnedTransportLimits(bufferedBodyBudget: 4 << 20))
+        let session = try session(limits: PinnedTransportLimits(bufferedBodyBudget: 2 << 20))
         let transport = try #require(PinnedSessionRegistry.transport(of: session.configuration))
-        let (data, _) = try await session.data(from: URL(string: "https://localhost:\(server.port)/stream?mib=2")!)
-        #expect(data.count == 2 << 20)
-        #expect(transport.bodyBudget.peak == 2 << 20)
+        let (data, _) = try await session.data(from: URL(string: "https://localhost:\(server.port)/stream?mib=1")!)
+        #expect(data.count == 1 << 20)
+        #expect(transport.bodyBudget.peak == 1 << 20)
         #expect(transport.bodyBudget.inUse == 0)
     }
 }

@@ -73,6 +73,7 @@ public enum PinnedTransportError: Error, Sendable, Hashable, CustomStringConvert
     /// is not NO_ERROR) while the request was open.
     case http2GoAway(errorCode: String)
 
+    /// The cause in a sentence, for a log line or an error message.
     public var description: String {
         switch self {
         case .responseTooLarge(let limit):

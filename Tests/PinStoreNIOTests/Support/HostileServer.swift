@@ -13,7 +13,9 @@ import PinStore
 /// It writes raw bytes (HTTP/2 frames built by hand, HTTP/1.1 text) over swift-nio-ssl, so
 /// it can say what no well-behaved server library would let it say. Each connection is bounded
 /// in bytes (`byteLimit`) and time (`timeLimit`) and closes itself at either bound; writes wait
-/// for the previous write to complete, so the server itself buffers at most one chunk.
+/// for the previous write to complete, so the server itself buffers at most one chunk. It runs
+/// on an event loop of its own: a flood written as fast as the client reads must not take the
+/// shared loops that the other tests' clients and servers run on.
 final class HostileServer: Sendable {
     enum Behaviour: Sendable, CaseIterable {
         // HTTP/2 (ALPN h2).
@@ -69,8 +71,11 @@ final class HostileServer: Sendable {
     let handshakes: Locked<Int>
     private let channel: any Channel
     private let children: Locked<[any Channel]>
+    private let group: MultiThreadedEventLoopGroup
 
-    private init(port: Int, channel: any Channel, children: Locked<[any Channel]>, sentBytes: Locked<Int>, handshakes: Locked<Int>) {
+    private init(port: Int, channel: any Channel, children: Locked<[any Channel]>, sentBytes: Locked<Int>, handshakes: Locked<Int>,
+                 group: MultiThreadedEventLoopGroup) {
+        self.group = group
         self.port = port
         self.channel = channel
         self.children = children
@@ -87,7 +92,8 @@ final class HostileServer: Sendable {
         let children = Locked<[any Channel]>([])
         let sentBytes = Locked(0)
         let handshakes = Locked(0)
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in
                 children.withLock { $0.append(child) }
@@ -99,16 +105,20 @@ final class HostileServer: Sendable {
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        guard let port = channel.localAddress?.port else { throw TestServerError.noPort }
-        return HostileServer(port: port, channel: channel, children: children, sentBytes: sentBytes, handshakes: handshakes)
+        guard let port = channel.localAddress?.port else {
+            try? await group.shutdownGracefully()
+            throw TestServerError.noPort
+        }
+        return HostileServer(port: port, channel: channel, children: children, sentBytes: sentBytes, handshakes: handshakes, group: group)
     }
 
-    /// Stops listening and closes every connection.
+    /// Stops listening, closes every connection and stops its event loop.
     func shutdown() async {
         for child in children.withLock({ $0 }) {
             try? await child.close()
         }
         try? await channel.close()
+        try? await group.shutdownGracefully()
     }
 }
 
