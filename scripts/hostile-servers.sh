@@ -7,6 +7,7 @@
 #   scripts/hostile-servers.sh                 every case
 #   scripts/hostile-servers.sh pingFlood       named cases
 #   PARALLEL=4 scripts/hostile-servers.sh endlessBody    four completion-handler requests at once
+#   CLIENT=ahc scripts/hostile-servers.sh                plain AsyncHTTPClient instead, for comparison
 set -euo pipefail
 cd "$(dirname "$0")/.."
 swift build --build-tests >/dev/null
@@ -25,8 +26,14 @@ for name in "${cases[@]}"; do
     server=$!
     for _ in $(seq 1 200); do [ -s "$work/port" ] && break; sleep 0.1; done
     path=/; case "$name" in endlessBody*) path="/stream?mib=0";; esac
-    PINSTORE_HOSTILE_URL="https://localhost:$(cat "$work/port")$path" PINSTORE_HOSTILE_PARALLEL="${PARALLEL:-1}" \
-        "$binary" --testing-library swift-testing --filter 'HostileServerFigures/pinnedClient' >"$work/client.log" 2>&1 &
+    url="https://localhost:$(cat "$work/port")$path"
+    if [ "${CLIENT:-pinned}" = ahc ]; then
+        PINSTORE_HOSTILE_AHC_URL="$url" PINSTORE_HOSTILE_PARALLEL="${PARALLEL:-1}" \
+            "$binary" --testing-library swift-testing --filter 'HostileServerFiguresAHC/asyncHTTPClient' >"$work/client.log" 2>&1 &
+    else
+        PINSTORE_HOSTILE_URL="$url" PINSTORE_HOSTILE_PARALLEL="${PARALLEL:-1}" \
+            "$binary" --testing-library swift-testing --filter 'HostileServerFigures/pinnedClient' >"$work/client.log" 2>&1 &
+    fi
     client=$!
     peak=0
     while kill -0 "$client" 2>/dev/null; do
@@ -38,6 +45,6 @@ for name in "${cases[@]}"; do
     wait "$client" || true
     kill "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
-    echo "== $name (parallel ${PARALLEL:-1}): sampled peak RSS $((peak / 1024)) MiB"
+    echo "== $name (${CLIENT:-pinned}, parallel ${PARALLEL:-1}): sampled peak RSS $((peak / 1024)) MiB"
     grep 'hostile-figures' "$work/client.log" | sed 's/^/   /' || echo "   (no figures: the client did not finish)"
 done

@@ -6,9 +6,6 @@ import PinStore
 @testable import PinStoreNIO
 import PinStoreTestSupport
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The long variants of ``HostileServerTests``, run by `scripts/hostile-servers.sh` only (both
 /// tests are disabled unless their environment variable is set): the server and the client in
@@ -58,8 +55,8 @@ import Glibc
         base.timeoutIntervalForRequest = 5
         base.timeoutIntervalForResource = 10
         let session = URLSession(configuration: .pinned(by: try Pins.good(), trustRoots: try Pins.anchors, updateOnEmpty: false, basedOn: base))
-        let baseline = Self.residentBytes()
-        let cpu = Self.cpuSeconds()
+        let baseline = ProcessFigures.residentBytes()
+        let cpu = ProcessFigures.cpuSeconds()
         let clock = ContinuousClock()
         let started = clock.now
         let errors = await withTaskGroup(of: String.self) { group in
@@ -78,33 +75,9 @@ import Glibc
             }
             return await group.reduce(into: []) { $0.append($1) }
         }
-        let elapsed = clock.now - started
-        let peak = Self.peakResidentBytes()
-        print("hostile-figures url=\(url.path) parallel=\(parallel) elapsed=\(elapsed) baselineMiB=\(baseline >> 20) "
-              + "peakMiB=\(peak >> 20) growthMiB=\((peak - baseline) >> 20) cpuSeconds=\(String(format: "%.2f", Self.cpuSeconds() - cpu))")
+        print(ProcessFigures.report(path: url.path, parallel: parallel, elapsed: clock.now - started, baseline: baseline, cpuBefore: cpu))
         for error in errors { print("hostile-figures outcome: \(error)") }
         #expect(errors.count == parallel)
-    }
-
-    /// VmRSS or VmHWM of this process, in bytes.
-    static func status(_ field: String) -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
-              let kib = Int(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
-        return kib * 1024
-    }
-
-    static func residentBytes() -> Int { status("VmRSS") }
-    static func peakResidentBytes() -> Int { status("VmHWM") }
-
-    static func cpuSeconds() -> Double {
-        #if canImport(Glibc)
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-        #else
-        return 0
-        #endif
     }
 }
 #endif
