@@ -154,9 +154,20 @@ private final class HostileHandler: ChannelInboundHandler {
             // Whatever happens, the connection ends at the time limit.
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
             context.eventLoop.scheduleTask(in: timeLimit) { loopBound.value.close(promise: nil) }
+            if behaviour.speaksHTTP2 {
+                // The server's SETTINGS, and the acknowledgement of the client's (which puts them,
+                // SETTINGS_ENABLE_PUSH = 0 among them, in force): some clients (AsyncHTTPClient)
+                // send no request before the server's SETTINGS arrived.
+                var preface = ByteBuffer()
+                H2.frame(type: 4, flags: 0, stream: 0, payload: [], into: &preface)
+                H2.frame(type: 4, flags: 0x1, stream: 0, payload: [], into: &preface)
+                sent += preface.readableBytes
+                sentBytes.withLock { $0 += preface.readableBytes }
+                context.writeAndFlush(wrapOutboundOut(preface), promise: nil)
+            }
             if behaviour.stopsReading {
-                // The floods that ask for answers: the server's own preface, then it reads no
-                // more, so the client's answers pile up on its side.
+                // The floods that ask for answers: the server reads no more, so the client's
+                // answers pile up on its side.
                 context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
                 start(context: context)
             }
@@ -194,12 +205,6 @@ private final class HostileHandler: ChannelInboundHandler {
         guard !started else { return }
         started = true
         var first = ByteBuffer()
-        if behaviour.speaksHTTP2 {
-            // The server's SETTINGS, and the acknowledgement of the client's (which puts them,
-            // SETTINGS_ENABLE_PUSH = 0 among them, in force).
-            H2.frame(type: 4, flags: 0, stream: 0, payload: [], into: &first)
-            H2.frame(type: 4, flags: 0x1, stream: 0, payload: [], into: &first)
-        }
         Self.opening(behaviour, into: &first)
         write(first, context: context)
     }
