@@ -13,12 +13,10 @@ import PinStore
 final class PinnedHTTPSTransport: Sendable {
     /// Redirect hops followed before failing with `URLError(.httpTooManyRedirects)` (Foundation's limit).
     static let maximumRedirects = 16
-    /// The most a response delivered whole (completion handlers, `data(from:)`) may hold:
-    /// beyond it the request fails rather than let one response exhaust memory. Delegate-based
-    /// data tasks stream and have no such limit.
-    static let maximumBufferedBodySize = 512 * 1024 * 1024
-
     let pool: PinnedConnectionPool
+    /// The bytes of the bodies buffered for completion handlers, across every request of the
+    /// configuration (``PinnedTransportLimits/bufferedBodyBudget``).
+    let bodyBudget: BodyBudget
     let group: any EventLoopGroup
     /// The resource deadlines of every load, under one timer.
     let deadlineTimer: ResourceDeadlineTimer
@@ -82,8 +80,10 @@ final class PinnedHTTPSTransport: Sendable {
         func complete(_ response: HTTPURLResponse, _ data: Data)
     }
 
-    init(verifier: PinningTLSVerifier, settings: SessionSettings, maximumConnectionsPerHost: Int, group: any EventLoopGroup) {
+    init(verifier: PinningTLSVerifier, settings: SessionSettings, maximumConnectionsPerHost: Int, limits: PinnedTransportLimits = .init(),
+         group: any EventLoopGroup) {
         defaults = settings
+        bodyBudget = BodyBudget(limits: limits)
         logger = verifier.logger
         self.group = group
         deadlineTimer = ResourceDeadlineTimer(eventLoop: group.next())
@@ -395,7 +395,7 @@ final class PinnedHTTPSTransport: Sendable {
             key: target.key, head: head, body: body.map { ByteBuffer(bytes: $0) },
             timeout: .nanoseconds(Int64(max(timeout, 0.001) * 1_000_000_000)))
         let outcome = HopOutcome()
-        let receiver = HopReceiver(url: url, sink: sink, settings: settings, outcome: outcome)
+        let receiver = HopReceiver(url: url, sink: sink, settings: settings, budget: bodyBudget, outcome: outcome)
         let ticket = pool.execute(poolRequest, receiver: receiver)
         receiver.ticket.withLock { $0 = ticket }
         deadline.run(ticket)
@@ -497,9 +497,14 @@ final class PinnedHTTPSTransport: Sendable {
             return urlError(.secureConnectionFailed, url, "The TLS handshake failed: \(detail)")
         case .connectionLost(let detail):
             return urlError(.networkConnectionLost, url, detail)
-        case .responseTooLarge(let limit):
-            return urlError(.dataLengthExceedsMaximum, url,
-                            "The response body is larger than \(limit) bytes, the most a pinned session buffers for a completion handler; use a delegate-based data task to receive it in pieces.")
+        case .misbehaving(let cause):
+            switch cause {
+            case .responseTooLarge, .bufferedBodyBudgetExceeded:
+                return urlError(.dataLengthExceedsMaximum, url, cause.description, underlying: cause)
+            case .responseHeadTooLarge, .tooManyInformationalResponses, .http2ContinuationFlood, .http2ControlFrameFlood,
+                 .http2PushRefused, .http2ProtocolViolation, .http2GoAway:
+                return urlError(.badServerResponse, url, cause.description, underlying: cause)
+            }
         case .badResponse(let detail):
             return urlError(.badServerResponse, url, detail)
         case .setup(let detail):
@@ -526,16 +531,26 @@ final class PinnedHTTPSTransport: Sendable {
         let settings: SessionSettings
         let ticket = Locked<PinnedConnectionPool.Ticket?>(nil)
         private let outcome: HopOutcome
+        private let budget: BodyBudget
         private var response: HTTPURLResponse?
         private var redirect: URL?
-        private var body = ByteBuffer()
+        /// The body so far (not for a streaming sink's final response). `Data`, not `ByteBuffer`:
+        /// it is handed over as it is, where a buffer would be copied whole at the end.
+        private var body = Data()
+        /// The bytes of ``body`` taken from the budget.
+        private var reserved = 0
         private var failed = false
 
-        init(url: URL, sink: any Sink, settings: SessionSettings, outcome: HopOutcome) {
+        init(url: URL, sink: any Sink, settings: SessionSettings, budget: BodyBudget, outcome: HopOutcome) {
             self.url = url
             self.sink = sink
             self.settings = settings
+            self.budget = budget
             self.outcome = outcome
+        }
+
+        deinit {
+            if reserved > 0 { budget.release(reserved) }
         }
 
         func receiveHead(_ head: HTTPResponseHead) {
@@ -567,24 +582,34 @@ final class PinnedHTTPSTransport: Sendable {
                 let ticket = self.ticket.withLock { $0 }
                 return sink.receive(Data(part.readableBytesView)) { ticket?.resumeReading() }
             }
-            guard body.readableBytes + part.readableBytes <= PinnedHTTPSTransport.maximumBufferedBodySize else {
+            if let refusal = budget.reserve(part.readableBytes, holding: reserved) {
                 failed = true
+                releaseBody()
                 let ticket = self.ticket.withLock { $0 }
-                resume(.failure(PinnedHTTPSTransport.urlError(for: .responseTooLarge(PinnedHTTPSTransport.maximumBufferedBodySize), url: url)))
+                resume(.failure(PinnedHTTPSTransport.urlError(for: .misbehaving(refusal), url: url)))
                 ticket?.cancel()
                 return false
             }
-            var part = part
-            body.writeBuffer(&part)
+            reserved += part.readableBytes
+            part.withUnsafeReadableBytes { body.append($0.assumingMemoryBound(to: UInt8.self)) }
             return true
+        }
+
+        /// Drops the body and gives its bytes back to the budget.
+        private func releaseBody() {
+            body = Data()
+            if reserved > 0 { budget.release(reserved) }
+            reserved = 0
         }
 
         func receiveEnd() {
             guard let response else { return }
+            let data = body
+            // Handed over: the caller holds it from here on.
+            releaseBody()
             if let redirect {
-                resume(.success(.redirect(response, redirect, Data(body.readableBytesView))))
+                resume(.success(.redirect(response, redirect, data)))
             } else {
-                let data = Data(body.readableBytesView)
                 sink.complete(response, data)
                 resume(.success(.done(response, data)))
             }
@@ -592,6 +617,7 @@ final class PinnedHTTPSTransport: Sendable {
 
         func fail(_ failure: PinnedHTTPFailure, afterResponseBytes: Bool) {
             failed = true
+            releaseBody()
             resume(.failure(PinnedHTTPSTransport.urlError(for: failure, url: url)))
         }
 
@@ -600,5 +626,47 @@ final class PinnedHTTPSTransport: Sendable {
             outcome.complete(result)
         }
     }
+}
+
+/// The bytes buffered for completion-handler bodies across a configuration's requests, against
+/// ``PinnedTransportLimits/bufferedBodyBudget``; a response also stays within the per-response cap.
+final class BodyBudget: Sendable {
+    let limits: PinnedTransportLimits
+    private struct Usage {
+        var inUse = 0
+        var peak = 0
+    }
+
+    private let usage = Locked(Usage())
+
+    init(limits: PinnedTransportLimits) {
+        self.limits = limits
+    }
+
+    /// Takes `bytes` more for a response that holds `holding` already; nil when granted, else
+    /// the limit it would pass (nothing is taken then).
+    func reserve(_ bytes: Int, holding: Int) -> PinnedTransportError? {
+        if holding + bytes > limits.perResponseBodyLimit {
+            return limits.perResponseBodyLimit < PinnedTransportLimits.maximumBufferedBodySize
+                ? .bufferedBodyBudgetExceeded(budget: limits.bufferedBodyBudget)
+                : .responseTooLarge(limit: PinnedTransportLimits.maximumBufferedBodySize)
+        }
+        return usage.withLock { usage in
+            guard usage.inUse + bytes <= limits.bufferedBodyBudget else {
+                return .bufferedBodyBudgetExceeded(budget: limits.bufferedBodyBudget)
+            }
+            usage.inUse += bytes
+            usage.peak = max(usage.peak, usage.inUse)
+            return nil
+        }
+    }
+
+    func release(_ bytes: Int) {
+        usage.withLock { $0.inUse -= bytes }
+    }
+
+    /// Bytes held now, and the most held at once so far (for tests).
+    var inUse: Int { usage.withLock { $0.inUse } }
+    var peak: Int { usage.withLock { $0.peak } }
 }
 #endif

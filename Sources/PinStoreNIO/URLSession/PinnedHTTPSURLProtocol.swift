@@ -340,4 +340,8 @@ private struct StreamingSink<Slot: PinnedSessionSlot>: PinnedHTTPSTransport.Sink
         return false
     }
 }
+
+extension PinnedHTTPSURLProtocol: PinnedProtocolClass {
+    static var slotIndex: Int { Slot.index }
+}
 #endif

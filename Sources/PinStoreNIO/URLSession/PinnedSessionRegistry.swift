@@ -17,6 +17,7 @@ enum PinnedSessionRegistry {
         let updateOnMismatch: Bool
         let requestTimeout: TimeInterval
         let maximumConnectionsPerHost: Int
+        let limits: PinnedTransportLimits
     }
 
     private struct Entries {
@@ -43,6 +44,14 @@ enum PinnedSessionRegistry {
         }
     }
 
+    /// The transport of a pinned configuration (for tests): the one its protocol class names.
+    static func transport(of configuration: URLSessionConfiguration) -> PinnedHTTPSTransport? {
+        for candidate in configuration.protocolClasses ?? [] {
+            if let pinned = candidate as? any PinnedProtocolClass.Type { return transport(at: pinned.slotIndex) }
+        }
+        return nil
+    }
+
     /// `PinnedHTTPSURLProtocol<S>` for the slot `index`.
     static func protocolClass(forSlot index: Int) -> AnyClass {
         func specialise<S: PinnedSessionSlot>(_ slot: S.Type) -> AnyClass { PinnedHTTPSURLProtocol<S>.self }
@@ -58,6 +67,11 @@ enum PinnedSessionRegistry {
         let prefix = slotType(index / 2)
         return index % 2 == 0 ? zero(prefix) : one(prefix)
     }
+}
+
+/// A pinned protocol class, by the registry slot it serves.
+protocol PinnedProtocolClass {
+    static var slotIndex: Int { get }
 }
 
 /// A type standing for a registry slot number, so that each pinned configuration can name a

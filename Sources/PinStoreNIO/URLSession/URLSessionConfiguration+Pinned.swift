@@ -39,9 +39,15 @@ extension URLSessionConfiguration {
     ///   host); the delegate's `willPerformHTTPRedirection` is asked first and may stop or
     ///   change a hop.
     /// - Bodies: a delegate-based data task gets the body in pieces as it arrives, with
-    ///   backpressure; completion handlers and `data(from:)` get it whole, up to 512 MiB
-    ///   (`URLError(.dataLengthExceedsMaximum)` beyond). gzip and deflate are decoded
-    ///   (`Accept-Encoding: deflate, gzip` is sent unless the request names its own).
+    ///   backpressure; completion handlers and `data(from:)` get it whole, within
+    ///   `limits.bufferedBodyBudget` (256 MiB by default) for all such bodies of the
+    ///   configuration's sessions together (`URLError(.dataLengthExceedsMaximum)` beyond). gzip
+    ///   and deflate are decoded (`Accept-Encoding: deflate, gzip` is sent unless the request
+    ///   names its own).
+    /// - A misbehaving server (floods of HTTP/2 control frames, endless headers, a storm of 1xx
+    ///   responses, protocol violations) fails its request at once with a `URLError` whose
+    ///   `NSUnderlyingErrorKey` is the ``PinnedTransportError`` naming the cause; see
+    ///   ``PinnedTransportLimits`` for the bounds.
     /// - The session's `httpAdditionalHeaders`, cookies (`httpShouldSetCookies`,
     ///   `httpCookieStorage`), `timeoutIntervalForRequest` (connecting and each silence) and
     ///   `timeoutIntervalForResource` (the whole load) apply. A `Host` header naming another
@@ -53,7 +59,7 @@ extension URLSessionConfiguration {
     ///   delegate-based data task and write the pieces to a file.
     /// - No caching. Runs on the shared `MultiThreadedEventLoopGroup.singleton`.
     /// - Making a pinned configuration again for the same store, trust roots, `updateOnEmpty`,
-    ///   request timeout and connection limit reuses the first one's transport and pool (and
+    ///   request timeout, connection limit and `limits` reuses the first one's transport and pool (and
     ///   logger): make sessions freely.
     ///
     /// - Parameters:
@@ -66,8 +72,10 @@ extension URLSessionConfiguration {
     ///     download under way is shared; an impostor is refused all the same.
     ///   - base: The configuration to start from (copied); `.default` if omitted.
     ///   - logger: Where refused connections are logged; none by default.
+    ///   - limits: The memory budget for buffered bodies; ``PinnedTransportLimits/init()`` by default.
     public static func pinned(by store: PinStore, trustRoots: TrustRoots = .system, updateOnEmpty: Bool = true,
-                              updateOnMismatch: Bool = true, basedOn base: URLSessionConfiguration? = nil, logger: Logger? = nil) -> URLSessionConfiguration {
+                              updateOnMismatch: Bool = true, basedOn base: URLSessionConfiguration? = nil, logger: Logger? = nil,
+                              limits: PinnedTransportLimits = .init()) -> URLSessionConfiguration {
         let configuration = (base?.copy() as? URLSessionConfiguration) ?? base ?? .default
         let key = PinnedSessionRegistry.Key(
             store: ObjectIdentifier(store),
@@ -76,13 +84,15 @@ extension URLSessionConfiguration {
             updateOnEmpty: updateOnEmpty,
             updateOnMismatch: updateOnMismatch,
             requestTimeout: configuration.timeoutIntervalForRequest,
-            maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost)
+            maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
+            limits: limits)
         let slot = PinnedSessionRegistry.slot(for: key) {
             PinnedHTTPSTransport(
                 verifier: PinningTLSVerifier(store: store, trustRoots: trustRoots, updateOnEmpty: updateOnEmpty,
                                              updateOnMismatch: updateOnMismatch, logger: logger),
                 settings: PinnedHTTPSTransport.SessionSettings(configuration),
                 maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
+                limits: limits,
                 group: MultiThreadedEventLoopGroup.singleton)
         }
         let pinnedClass: AnyClass = PinnedSessionRegistry.protocolClass(forSlot: slot)

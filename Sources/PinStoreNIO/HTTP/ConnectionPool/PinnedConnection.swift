@@ -48,8 +48,50 @@ final class PinnedConnection: Sendable {
     /// What ALPN settled on.
     enum Negotiated: Sendable {
         case http1(NIOLoopBound<PinnedConnectionHandler>)
-        case http2(NIOHTTP2Handler.StreamMultiplexer, streamEvents: Events)
+        case http2(NIOHTTP2Handler.StreamMultiplexer, NIOLoopBound<HTTP2ConnectionGuard>, streamEvents: Events)
     }
+
+    /// swift-nio-http2's connection settings and DoS limits, set deliberately rather than left
+    /// to its defaults (which are the same where not said otherwise):
+    /// - `SETTINGS_ENABLE_PUSH = 0` (not in swift-nio-http2's default settings): a PUSH_PROMISE
+    ///   is then a connection error (`PushInViolationOfSetting`) instead of a stream we close.
+    /// - `SETTINGS_MAX_HEADER_LIST_SIZE` 64 KiB (default 16 KiB), the same bound as HTTP/1.1
+    ///   heads: a larger header block fails with `ExcessivelyLargeHeaderBlock` while it is being
+    ///   received, before it is decoded.
+    /// - At most 5 CONTINUATION frames in a row (`ExcessiveContinuationFrames`): a header block
+    ///   that never ends is cut after its sixth frame.
+    /// - At most 200 inbound PING, SETTINGS, PRIORITY, ALTSVC or ORIGIN frames per 30 s
+    ///   (`ExcessiveControlFrames`): a PING or SETTINGS flood ends the connection after 200.
+    /// - At most 1,000 control frames (PING and SETTINGS acknowledgements, RST_STREAM) waiting to
+    ///   be written while the socket is not writable (default 10,000;
+    ///   `ExcessiveOutboundFrameBuffering`): a server that sends but does not read cannot make
+    ///   the client hoard answers. A server that reads never lets more than a few wait.
+    /// - At most 200 glitches (suspicious events such as stream errors) per connection.
+    static let http2Connection: NIOHTTP2Handler.ConnectionConfiguration = {
+        var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+        configuration.initialSettings = [
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: PinnedTransportLimits.maximumResponseHeadSize),
+            HTTP2Setting(parameter: .enablePush, value: 0),
+        ]
+        configuration.maximumSequentialContinuationFrames = 5
+        configuration.controlFrameRateLimit.maximumCount = 200
+        configuration.controlFrameRateLimit.windowLength = .seconds(30)
+        configuration.maximumBufferedControlFrames = 1_000
+        configuration.maximumConnectionGlitches = 200
+        return configuration
+    }()
+
+    /// NIOHTTP1's decoder limits (its defaults are 80 KiB): one header field, and all of them
+    /// together, at most ``PinnedTransportLimits/maximumResponseHeadSize``.
+    /// ``ResponsePreambleLimiter`` bounds what these do not cover: the status line and the
+    /// informational responses before the final one.
+    static let http1DecoderLimits: NIOHTTPDecoderLimitConfiguration = {
+        var limits = NIOHTTPDecoderLimitConfiguration()
+        limits.maxHeaderFieldSize = PinnedTransportLimits.maximumResponseHeadSize
+        limits.maxHeaderListSize = PinnedTransportLimits.maximumResponseHeadSize
+        return limits
+    }()
 
     /// Requests it may carry at once.
     var capacity: Int {
@@ -101,19 +143,32 @@ final class PinnedConnection: Sendable {
                             let pipeline = channel.pipeline.syncOperations
                             if case .negotiated("h2") = result {
                                 let multiplexer = try pipeline.configureHTTP2Pipeline(
-                                    mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
+                                    mode: .client, connectionConfiguration: Self.http2Connection, streamConfiguration: .init()
                                 ) { pushed in
-                                    // No server push: a pushed stream is closed unread.
+                                    // Never reached: push is disabled (SETTINGS_ENABLE_PUSH = 0), so
+                                    // swift-nio-http2 refuses a PUSH_PROMISE as a connection error.
                                     pushed.close()
                                 }
+                                let connectionGuard = HTTP2ConnectionGuard()
+                                try pipeline.addHandler(connectionGuard)
                                 try pipeline.handler(type: EstablishmentWatcher.self).carriesHTTP2 = true
-                                established.succeed(.http2(multiplexer, streamEvents: streamEvents))
+                                established.succeed(.http2(multiplexer, NIOLoopBound(connectionGuard, eventLoop: channel.eventLoop),
+                                                           streamEvents: streamEvents))
                             } else {
-                                try pipeline.addHTTPClientHandlers()
+                                let preamble = ResponsePreambleLimiter()
+                                // addHTTPClientHandlers' three handlers, with the response decoder
+                                // forwarding informational (1xx) responses so they can be counted,
+                                // and our limiter in front of it (see ResponsePreambleLimiter).
+                                try pipeline.addHandler(HTTPRequestEncoder())
+                                try pipeline.addHandler(preamble)
+                                try pipeline.addHandler(ByteToMessageHandler(HTTPResponseDecoder(
+                                    leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .forward,
+                                    limitConfiguration: Self.http1DecoderLimits)))
+                                try pipeline.addHandler(NIOHTTPRequestHeadersValidator())
                                 // Accept-Encoding: deflate, gzip unless the request names its own;
                                 // the decoded size is bounded so a compression bomb cannot exhaust memory.
                                 try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: .ratio(1_000)))
-                                let handler = PinnedConnectionHandler(events: events)
+                                let handler = PinnedConnectionHandler(events: events, preamble: preamble)
                                 try pipeline.addHandler(handler)
                                 established.succeed(.http1(NIOLoopBound(handler, eventLoop: channel.eventLoop)))
                             }
@@ -165,14 +220,18 @@ final class PinnedConnection: Sendable {
             channel.eventLoop.execute {
                 handler.value.execute(head: head, body: body, silenceTimeout: silenceTimeout, receiver: receiver)
             }
-        case .http2(let multiplexer, let streamEvents):
+        case .http2(let multiplexer, let connectionGuard, let streamEvents):
             let created = channel.eventLoop.makePromise(of: (any Channel).self)
             multiplexer.createStreamChannel(promise: created) { stream in
                 stream.eventLoop.makeCompletedFuture {
+                    // A connection that failed takes no new stream (its close may still be under way).
+                    if let failure = connectionGuard.value.failure { throw failure }
                     let pipeline = stream.pipeline.syncOperations
                     try pipeline.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
                     try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: .ratio(1_000)))
-                    try pipeline.addHandler(PinnedConnectionHandler(events: streamEvents))
+                    let handler = PinnedConnectionHandler(events: streamEvents)
+                    try pipeline.addHandler(handler)
+                    connectionGuard.value.register(handler)
                 }
             }
             created.futureResult.whenComplete { result in
@@ -187,6 +246,9 @@ final class PinnedConnection: Sendable {
                         stream.close(promise: nil)
                         receiver.fail(.connectionLost("The HTTP/2 stream could not be set up: \(error)"), afterResponseBytes: false)
                     }
+                case .failure(let error as PinnedHTTPFailure):
+                    receiver.fail(error, afterResponseBytes: false)
+                    streamEvents.closed()
                 case .failure(let error):
                     receiver.fail(.connectionLost("No HTTP/2 stream could be opened: \(error)"), afterResponseBytes: false)
                     streamEvents.closed()
@@ -247,6 +309,8 @@ final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     typealias OutboundOut = HTTPClientRequestPart
 
     private let events: PinnedConnection.Events
+    /// HTTP/1.1: the byte count of the response preamble, ended by the final head.
+    private let preamble: ResponsePreambleLimiter?
     private var context: ChannelHandlerContext?
 
     private struct Current {
@@ -254,6 +318,7 @@ final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         var requestAllowsKeepAlive: Bool
         var head: HTTPResponseHead?
         var receivedBytes = false
+        var informationalResponses = 0
         var silenceTimeout: TimeAmount
         var timer: Scheduled<Void>?
     }
@@ -263,8 +328,12 @@ final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var pendingRead = false
     private var closed = false
 
-    init(events: PinnedConnection.Events) {
+    /// Whether its channel has closed.
+    var isClosed: Bool { closed }
+
+    init(events: PinnedConnection.Events, preamble: ResponsePreambleLimiter? = nil) {
         self.events = events
+        self.preamble = preamble
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -283,6 +352,7 @@ final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             return
         }
         current = Current(receiver: receiver, requestAllowsKeepAlive: head.isKeepAlive, silenceTimeout: silenceTimeout)
+        preamble?.expectResponse()
         armTimer()
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         if let body, body.readableBytes > 0 {
@@ -300,8 +370,18 @@ final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         request.receivedBytes = true
         switch unwrapInboundIn(data) {
         case .head(let head):
-            // Informational answers (100 Continue, 103 Early Hints) precede the real one.
-            if (100..<200).contains(head.status.code) { current = request; return }
+            // Informational answers (100 Continue, 103 Early Hints) precede the real one; a
+            // server that sends them without end would keep the request busy until the timeout.
+            if (100..<200).contains(head.status.code) {
+                request.informationalResponses += 1
+                current = request
+                if request.informationalResponses > PinnedTransportLimits.maximumInformationalResponses {
+                    finish(with: .misbehaving(.tooManyInformationalResponses(limit: PinnedTransportLimits.maximumInformationalResponses)),
+                           context: context)
+                }
+                return
+            }
+            preamble?.responseHeadReceived()
             request.head = head
             current = request
             armTimer()
@@ -362,6 +442,7 @@ final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         let failure: PinnedHTTPFailure
         switch error {
         case let failure as PinnedHTTPFailure: finish(with: failure, context: context); return
+        case HTTPParserError.headerOverflow: failure = PinnedHTTPFailure.classify(error, decision: nil)
         case is HTTPParserError: failure = .badResponse("The response is not valid HTTP/1.1: \(error)")
         case is NIOHTTPDecompression.DecompressionError, is NIOHTTPDecompression.ExtraDecompressionError:
             failure = .badResponse("The response body could not be decoded: \(error)")
@@ -395,5 +476,99 @@ final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             loopBound.value.abort(.timedOut)
         }
         current = request
+    }
+}
+
+/// Bounds the bytes of an HTTP/1.1 response's preamble: the status line, the header lines, and
+/// every informational (1xx) response before the final one. Sits in front of the response
+/// decoder, counting the raw bytes that arrive between a request being written and its final
+/// response head; past ``PinnedTransportLimits/maximumResponseHeadSize`` the request fails
+/// with ``PinnedTransportError/responseHeadTooLarge(limit:)``.
+///
+/// Ours because NIOHTTP1 offers no such bound: its decoder limits (`NIOHTTPDecoderLimitConfiguration`)
+/// count header fields only, and start again with each informational response. An endless
+/// status line, or an endless series of 1xx responses, would otherwise be parsed until the
+/// request timeout, at the server's pace (a core's worth of CPU).
+final class ResponsePreambleLimiter: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private var counting = false
+    private var count = 0
+
+    /// A request was written: its response's preamble starts with the next byte.
+    func expectResponse() {
+        counting = true
+        count = 0
+    }
+
+    /// The final response head arrived: body bytes do not count.
+    func responseHeadReceived() {
+        counting = false
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard counting else {
+            context.fireChannelRead(data)
+            return
+        }
+        count += unwrapInboundIn(data).readableBytes
+        context.fireChannelRead(data)
+        // Checked after the decoder had these bytes: a read that holds the end of the head and
+        // the start of the body does not count against the head.
+        if counting, count > PinnedTransportLimits.maximumResponseHeadSize {
+            counting = false
+            context.fireErrorCaught(PinnedHTTPFailure.misbehaving(.responseHeadTooLarge(limit: PinnedTransportLimits.maximumResponseHeadSize)))
+        }
+    }
+}
+
+/// Sits behind swift-nio-http2's handler on an HTTP/2 connection and acts on its connection
+/// errors: the library sends GOAWAY and reports the error down the pipeline, but neither closes
+/// the connection nor ends its streams, whose requests would wait for their timeout. Here every
+/// open stream's request fails at once with the cause, and the connection closes. The same for
+/// a GOAWAY with an error code from the server: the server is ending the connection, and
+/// swift-nio-http2 closes only the streams above the GOAWAY's last stream ID.
+final class HTTP2ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
+    /// The connection's own frames (stream 0), which swift-nio-http2 passes on.
+    typealias InboundIn = HTTP2Frame
+
+    /// Set once the connection failed: no new stream is opened on it.
+    private(set) var failure: PinnedHTTPFailure?
+    private var streams: [WeakStream] = []
+
+    private struct WeakStream {
+        weak var handler: PinnedConnectionHandler?
+    }
+
+    /// A stream whose request fails with the connection.
+    func register(_ handler: PinnedConnectionHandler) {
+        streams.removeAll { $0.handler == nil || $0.handler?.isClosed == true }
+        streams.append(WeakStream(handler: handler))
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .goAway(_, let code, _) = unwrapInboundIn(data).payload, code != .noError {
+            fail(.misbehaving(.http2GoAway(errorCode: String(describing: code))), context: context)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A stream error ends its stream only (swift-nio-http2 resets it, and its request fails
+        // there); TLS and socket errors close the connection through EstablishmentWatcher, and
+        // its streams fail as it closes, as before.
+        guard PinnedTransportError.isHTTP2ConnectionError(error) else { return }
+        fail(PinnedHTTPFailure.classify(error, decision: nil), context: context)
+    }
+
+    private func fail(_ failure: PinnedHTTPFailure, context: ChannelHandlerContext) {
+        guard self.failure == nil else { return }
+        self.failure = failure
+        let open = streams
+        streams = []
+        for stream in open {
+            stream.handler?.abort(failure)
+        }
+        context.close(promise: nil)
     }
 }
