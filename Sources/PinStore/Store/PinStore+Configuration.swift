@@ -111,6 +111,14 @@ extension PinStore {
         /// `expires` (lists without one never expire). Default ``ExpiredListPolicy/refusePins``.
         /// Set it after `init`.
         public var expiredListPolicy: ExpiredListPolicy = .refusePins
+        /// The shortest time, in seconds, between two list downloads that refusals trigger
+        /// (`updateOnMismatch`, `updateOnEmpty`): an impostor, or a flood of connections to
+        /// unpinned hosts, causes at most one download per interval. Default 60; at least 1
+        /// (a few seconds for a rotation drill). Explicit ``PinStore/update(mode:)`` calls and
+        /// scheduled updates never wait for it: after a late publication an operator forces a
+        /// download with `await store.update(mode: .forced)` (from an admin route, say). Set it
+        /// after `init`.
+        public var refusalUpdateInterval: TimeInterval = 60
 
         /// Creates a configuration; every value after `publicKey` has a default.
         public init(serviceURL: URL,
@@ -197,6 +205,9 @@ extension PinStore {
             }
             guard periodicUpdateInterval > 0, expirationUpdateThreshold >= 0, requestTimeout > 0, maximumListSize > 0 else {
                 throw PinStoreError(.invalidConfiguration, "periodicUpdateInterval, requestTimeout and maximumListSize must be positive, expirationUpdateThreshold not negative.")
+            }
+            guard refusalUpdateInterval.isFinite, refusalUpdateInterval >= 1 else {
+                throw PinStoreError(.invalidConfiguration, "refusalUpdateInterval must be at least 1 second (it bounds the downloads an impostor can cause).")
             }
             if let bad = expectedCommonNames?.first(where: { (try? HostName($0)) == nil }) {
                 throw PinStoreError(.invalidConfiguration, "expectedCommonNames: \(HostName.problem(bad))")

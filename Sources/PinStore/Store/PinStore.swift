@@ -65,12 +65,41 @@ public final class PinStore: Sendable {
         /// store would load the older file. Also logged at error level and counted in
         /// `pinstore_list_save_failures_total`.
         public let saveError: PinStoreError?
+        /// What the update did: downloaded, adopted another process's list, started a download
+        /// in the background, or nothing because nothing was due. Tells "the list was
+        /// updated" from "the list in force was kept" when ``result`` is ``UpdateResult/ok``.
+        public let activity: UpdateActivity
 
-        init(result: UpdateResult, error: PinStoreError?, saveError: PinStoreError? = nil) {
+        init(result: UpdateResult, error: PinStoreError?, saveError: PinStoreError? = nil, activity: UpdateActivity = .downloaded) {
             self.result = result
             self.error = error
             self.saveError = saveError
+            self.activity = activity
         }
+    }
+
+    /// What an update did (``UpdateReport/activity``).
+    ///
+    /// ```swift
+    /// let report = await store.updateWithReport()
+    /// switch (report.result, report.activity) {
+    /// case (.ok, .downloaded): logger.info("pin list downloaded")
+    /// case (.ok, _): logger.debug("pin list kept (\(report.activity))")
+    /// default: logger.warning("pin list update failed: \(report.error.map { "\($0)" } ?? "\(report.result)")")
+    /// }
+    /// ```
+    public enum UpdateActivity: Sendable, Hashable {
+        /// The list server was asked; with ``UpdateResult/ok`` the list it served was verified
+        /// and is in force (an unchanged list counts: it was checked again).
+        case downloaded
+        /// A newer verified list that another process sharing the storage directory saved was
+        /// taken instead of downloading (scheduled updates of ``PinStore/run()``).
+        case adoptedFromStoreFile
+        /// A valid list is in force and an update was due: a download started in the
+        /// background (``UpdateMode/default``) and the caller goes on with the pins it has.
+        case startedInBackground
+        /// A valid list is in force and nothing was due: nothing was downloaded.
+        case notDue
     }
 
     /// The configuration the store was made with, less its `fallbackData`: the store keeps
@@ -378,8 +407,9 @@ public final class PinStore: Sendable {
         if due {
             // Silent update: the caller goes on with the pins it has.
             _ = startDownloadIfNeeded()
+            return UpdateReport(result: .ok, error: nil, activity: .startedInBackground)
         }
-        return UpdateReport(result: .ok, error: nil)
+        return UpdateReport(result: .ok, error: nil, activity: .notDue)
     }
 
     /// ``update(mode:)`` for delegate-style code: `completion` runs on `completionQueue`.
@@ -482,9 +512,9 @@ public final class PinStore: Sendable {
 
     /// The update adapters run after a refusal (a pin mismatch, or a host without pins), so a
     /// partner's unannounced certificate rotation is picked up at the first connection to the
-    /// new certificate: a forced download, shared with one under way, at most one a minute on
-    /// behalf of refusals (``refusalUpdateInterval``). Explicit and scheduled updates do not
-    /// count against that limit. Returns nil when the limit held the download back (the
+    /// new certificate: a forced download, shared with one under way, at most one per
+    /// ``Configuration/refusalUpdateInterval`` (a minute by default) on behalf of refusals.
+    /// Explicit and scheduled updates do not count against that limit. Returns nil when the limit held the download back (the
     /// decision stays as it was).
     ///
     /// - Parameter generation: The ``listGeneration`` the refusal was decided under. When the
@@ -504,7 +534,7 @@ public final class PinStore: Sendable {
                 return nil
             }
             if let last = state.lastRefusalUpdate, now >= last,
-               now.timeIntervalSince(last) < Self.refusalUpdateInterval { return nil }
+               now.timeIntervalSince(last) < configuration.refusalUpdateInterval { return nil }
             state.lastRefusalUpdate = now
             let task = makeDownloadTask()
             state.inFlight = task
@@ -518,10 +548,6 @@ public final class PinStore: Sendable {
     /// The shortest time from one applied list to the next scheduled download (seconds), unless
     /// the periodic interval is shorter (drills).
     static let minimumUpdateInterval: TimeInterval = 60
-
-    /// The shortest time between two downloads triggered by refusals (seconds): an impostor
-    /// (or a flood of connections to unpinned hosts) causes at most one list download a minute.
-    static let refusalUpdateInterval: TimeInterval = 60
 
     private func sharedDownload() async -> UpdateReport {
         await startDownloadIfNeeded().value
@@ -546,7 +572,7 @@ public final class PinStore: Sendable {
             if adoptingNewerFile, self.adoptNewerStoredList() {
                 self.state.withLock { $0.inFlight = nil }
                 self.metrics.record(.ok)
-                return UpdateReport(result: .ok, error: nil)
+                return UpdateReport(result: .ok, error: nil, activity: .adoptedFromStoreFile)
             }
             let report = await self.downloadAndApply()
             if report.result == .ok {
