@@ -246,6 +246,22 @@ struct CommandLineTests {
 
     // MARK: verify
 
+    /// The fixtures' pins expire at 2099-12-31T23:59:59Z.
+    @Test func verifyWarnDaysFailsWithStatusTwoWhenAPinExpiresWithinTheWindow() async throws {
+        let result = try await PinstoreBinary.run(["verify", TestResources.fixturePath("lists/static-good.json"),
+                                                   "--public-key", Self.publicKeyB64Path, "--now", "2099-12-01T00:00:00Z", "--warn-days", "60"])
+        #expect(result.status == 2, "\(result.stdout)\(result.stderr)")
+        #expect(result.stderr.contains("expires in 31.0 days"))
+        #expect(result.stderr.contains("within 60 days"))
+    }
+
+    @Test func verifyWarnDaysPassesWhenNothingExpiresWithinTheWindow() async throws {
+        let result = try await PinstoreBinary.run(["verify", TestResources.fixturePath("lists/static-good.json"),
+                                                   "--public-key", Self.publicKeyB64Path, "--now", "2099-12-01T00:00:00Z", "--warn-days", "30"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("nothing expires within 30 days"))
+    }
+
     @Test func verifyMarksTheTamperedEntryAndFails() async throws {
         let result = try await PinstoreBinary.run(["verify", TestResources.fixturePath("lists/static-tampered-fingerprint.json"),
                                                    "--public-key", Self.publicKeyB64Path])

@@ -23,8 +23,13 @@ struct VerifyCommand: AsyncParsableCommand {
             whole-list signatures by that many distinct keys; its version and expires are shown
             and an expired list fails.
 
+            --warn-days N (for CI): when everything is valid, exit with status 2 if a pin (or the \
+            list itself) expires within N days, listing each one: fail the build before the \
+            certificate does.
+
             Examples:
               pinstore verify list.json --public-key BC3kV9OIDnMu...Nv+XE=
+              pinstore verify list.json --public-key list-signing.pub.pem --warn-days 30
               pinstore verify list.json --public-key a.pub.pem --public-key b.pub.pem --public-key c.pub.pem --threshold 2
               pinstore verify list.json --keys keys.json
               pinstore verify list.json --public-key list-signing.pub.pem --now 1704067200
@@ -53,6 +58,9 @@ struct VerifyCommand: AsyncParsableCommand {
     @Option(help: "Evaluate expiry as of this time (Unix seconds or ISO 8601; default: now).")
     var now: String?
 
+    @Option(help: "Exit with status 2 when a pin or the list expires within this many days.")
+    var warnDays: Int?
+
     func validate() throws {
         if publicKey.isEmpty, keys == nil {
             throw ValidationError("Give --public-key, or --keys with a key document file.")
@@ -63,6 +71,27 @@ struct VerifyCommand: AsyncParsableCommand {
         if (challenge == nil) != (signature == nil) {
             throw ValidationError("--challenge and --signature go together (challenge mode).")
         }
+        if let warnDays, !(0...36_500).contains(warnDays) {
+            throw ValidationError("--warn-days takes 0 to 36500 days.")
+        }
+    }
+
+    /// `--warn-days`: lists what expires within the window after `asOf`; status 2 when anything does.
+    private func warnAboutExpiries(_ entries: [FingerprintEntry], listExpires: Int64?, asOf: Int64) throws {
+        guard let warnDays else { return }
+        let horizon = asOf + Int64(warnDays) * 86_400
+        var soon = entries.filter { $0.expires <= horizon }.map { ("\($0.name) (\($0.fingerprint.base64EncodedString()))", $0.expires) }
+        if let listExpires, listExpires <= horizon { soon.append(("the list itself", listExpires)) }
+        guard !soon.isEmpty else {
+            Console.print("nothing expires within \(warnDays) day\(warnDays == 1 ? "" : "s")")
+            return
+        }
+        for (what, expires) in soon.sorted(by: { $0.1 < $1.1 }) {
+            let days = Double(expires - asOf) / 86_400
+            Console.printError("expires in \(String(format: "%.1f", days)) days, at \(UnixTime.iso8601(expires)): \(what)")
+        }
+        Console.printError("\(soon.count) expir\(soon.count == 1 ? "y" : "ies") within \(warnDays) day\(warnDays == 1 ? "" : "s"): publish renewed pins")
+        throw ExitCode(2)
     }
 
     func run() async throws {
@@ -139,6 +168,7 @@ struct VerifyCommand: AsyncParsableCommand {
             throw ExitCode.failure
         }
         Console.print("all \(rows.count) entr\(rows.count == 1 ? "y" : "ies") valid as of \(UnixTime.iso8601(asOf))")
+        try warnAboutExpiries(rows.map(\.entry), listExpires: nil, asOf: asOf)
     }
 
     /// A static list against a key set, as a store with that set verifies it.
@@ -179,6 +209,7 @@ struct VerifyCommand: AsyncParsableCommand {
             throw ExitCode.failure
         }
         Console.print("all \(rows.count) entr\(rows.count == 1 ? "y" : "ies") valid as of \(UnixTime.iso8601(asOf))")
+        try warnAboutExpiries(verified.entries, listExpires: verified.expires, asOf: asOf)
     }
 
     private func printTable(_ rows: [(status: String, entry: FingerprintEntry)], asOf: Int64) {
