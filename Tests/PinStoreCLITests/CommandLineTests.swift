@@ -367,6 +367,52 @@ struct CommandLineTests {
         #expect(list.timestamp != nil)
     }
 
+    /// A copy of a fixture list in a fresh folder, for tests that change it while it is served.
+    static func listCopy(_ fixture: String) throws -> String {
+        let path = try TestResources.temporaryDirectory().appendingPathComponent("list.json").path
+        try TestResources.fixture(fixture).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test func serveServesAReSignedListWithoutARestart() async throws {
+        let path = try Self.listCopy("lists/static-good.json")
+        let serve = try Self.startServe(["--list", path])
+        let url = try #require(try await serve.waitForOutput(matching: #"http://127\.0\.0\.1:[0-9]+"#), "no URL: \(serve.stderr)")
+        let before = try await HTTPTestClient.get(try #require(URL(string: url + "/list.json")))
+        let signer = FingerprintListSigner(privateKey: try P256PrivateKey(pem: TestResources.fixtureText("keys/list-signing.key.pem")))
+        let next = try signer.staticList([FingerprintEntry(name: "renewed.pinstore.test", fingerprint: Data(repeating: 7, count: 32), expires: 4_102_444_799)])
+        try next.write(to: URL(fileURLWithPath: path), options: .atomic)
+        let after = try await HTTPTestClient.get(try #require(URL(string: url + "/list.json")))
+        _ = try await serve.stop()
+        #expect(before.body == (try TestResources.fixture("lists/static-good.json")))
+        #expect(after.body == next)
+        #expect(serve.stdout.contains("reloaded"))
+    }
+
+    @Test func serveKeepsThePreviousListWhenTheChangedFileDoesNotVerify() async throws {
+        let path = try Self.listCopy("lists/static-good.json")
+        let serve = try Self.startServe(["--list", path])
+        let url = try #require(try await serve.waitForOutput(matching: #"http://127\.0\.0\.1:[0-9]+"#), "no URL: \(serve.stderr)")
+        try TestResources.fixture("lists/static-wrong-key.json").write(to: URL(fileURLWithPath: path), options: .atomic)
+        let response = try await HTTPTestClient.get(try #require(URL(string: url + "/list.json")))
+        _ = try await serve.stop()
+        #expect(response.status == 200)
+        #expect(response.body == (try TestResources.fixture("lists/static-good.json")))
+        #expect(serve.stderr.contains("still serving the previous version"))
+    }
+
+    @Test func serveAnswers404OutsideTheListsPaths() async throws {
+        let serve = try Self.startServe(["--list", TestResources.fixturePath("lists/static-good.json")])
+        let url = try #require(try await serve.waitForOutput(matching: #"http://127\.0\.0\.1:[0-9]+"#), "no URL: \(serve.stderr)")
+        let other = try await HTTPTestClient.get(try #require(URL(string: url + "/pins/lst.json")))
+        let named = try await HTTPTestClient.get(try #require(URL(string: url + "/static-good.json")))
+        let root = try await HTTPTestClient.get(try #require(URL(string: url + "/")))
+        _ = try await serve.stop()
+        #expect(other.status == 404)
+        #expect(named.status == 200)
+        #expect(root.status == 200)
+    }
+
     @Test func serveRefusesAListThatDoesNotVerifyWithItsKey() async throws {
         let result = try await PinstoreBinary.run(["serve", "--key", Self.keyPath, "--port", "0",
                                                    "--list", TestResources.fixturePath("lists/static-wrong-key.json")])

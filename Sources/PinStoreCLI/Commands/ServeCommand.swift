@@ -17,7 +17,11 @@ struct ServeCommand: AsyncParsableCommand {
             A static list given in challenge mode is served as a challenge-mode body stamped with
             the start time.
 
-            Listens on 127.0.0.1 only; --port 0 picks a free port. Prints the URL, logs each
+            The list answers at /, /list.json and /<file name>; other paths get 404. The file is \
+            read again when it changes, so a re-signed list is served without a restart (a new \
+            version apps would refuse is reported and the previous one kept).
+
+            Listens on 127.0.0.1 only; --port 0 picks a free port. Prints the URL, logs each \
             request, and runs until interrupted (Ctrl-C) or terminated.
 
             Examples:
@@ -60,17 +64,15 @@ struct ServeCommand: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
-        let signingKey = try InputFiles.privateKey(key, passphraseFile: passphraseFile)
-        let fileBody = try InputFiles.data(list, what: "list file")
+    /// The responder for one version of the list file, its mode and its entry count; throws
+    /// when apps would refuse the file.
+    private func makeResponder(for fileBody: Data, signingKey: P256PrivateKey) throws -> (ListServerResponder, String, Int) {
         let parsed: FingerprintListSigner.ReadBackList
         do {
             parsed = try FingerprintListSigner.readBack(fileBody)
         } catch {
             throw CLIError("\(list): not a fingerprint list apps accept", error)
         }
-        let responder: ListServerResponder
-        let description: String
         if challengeMode {
             var body = fileBody
             if parsed.timestamp == nil {
@@ -80,16 +82,46 @@ struct ServeCommand: AsyncParsableCommand {
                     throw CLIError("\(list): cannot make a challenge-mode body", error)
                 }
             }
-            responder = ListResponders.challengeList(body: body, signingKey: signingKey)
-            description = "challenge mode"
-        } else {
+            return (ListResponders.challengeList(body: body, signingKey: signingKey), "challenge mode", parsed.entries.count)
+        }
+        do {
+            _ = try FingerprintList.verifiedEntries(staticList: fileBody, publicKey: try signingKey.publicKey)
+        } catch {
+            throw CLIError("\(list) does not verify with the public key of \(key); apps would refuse it (sign it with this key, or use --challenge-mode)", error)
+        }
+        return (ListResponders.staticList(fileBody), "static mode", parsed.entries.count)
+    }
+
+    /// The paths the list answers at: `/`, `/list.json` and `/<the list file's name>`.
+    /// Anything else is 404, so a typo in an app's `serviceURL` shows at once.
+    private var listPaths: Set<String> {
+        ["/", "/list.json", "/" + URL(fileURLWithPath: list).lastPathComponent]
+    }
+
+    func run() async throws {
+        let signingKey = try InputFiles.privateKey(key, passphraseFile: passphraseFile)
+        let fileBody = try InputFiles.data(list, what: "list file")
+        let (firstResponder, description, entryCount) = try makeResponder(for: fileBody, signingKey: signingKey)
+        // The list file is read again whenever it changes (size, modification time or inode):
+        // a re-signed list is published without a restart. A new version apps would refuse is
+        // reported and not served; the last good one stays.
+        let listFile = list
+        let current = Locked((stamp: FileStamp(path: listFile), responder: firstResponder))
+        let rebuild: @Sendable (Data) throws -> ListServerResponder = { [self] body in try self.makeResponder(for: body, signingKey: signingKey).0 }
+        let responder: ListServerResponder = { request in
+            let stamp = FileStamp(path: listFile)
+            let (changed, served) = current.withLock { ($0.stamp != stamp, $0.responder) }
+            guard changed else { return served(request) }
             do {
-                _ = try FingerprintList.verifiedEntries(staticList: fileBody, publicKey: try signingKey.publicKey)
+                let next = try rebuild(try InputFiles.data(listFile, what: "list file"))
+                current.withLock { $0 = (stamp, next) }
+                Console.print("reloaded \(listFile)")
+                return next(request)
             } catch {
-                throw CLIError("\(list) does not verify with the public key of \(key); apps would refuse it (sign it with this key, or use --challenge-mode)", error)
+                current.withLock { $0.stamp = stamp }   // report a bad version once
+                Console.printError("not serving the changed \(listFile), still serving the previous version: \(error)")
+                return served(request)
             }
-            responder = ListResponders.staticList(fileBody)
-            description = "static mode"
         }
         let tls: ListServerTLS?
         if let tlsCert, let tlsKey {
@@ -112,8 +144,14 @@ struct ServeCommand: AsyncParsableCommand {
             }
             served = ListResponders.withKeyDocuments({ (try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data() }, list: responder)
         }
+        let paths = listPaths
+        let keyDocumentsServed = keyDocuments != nil
         let logged: ListServerResponder = { [served] request in
-            let response = served(request)
+            let path = request.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.uri
+            let known = paths.contains(path) || (keyDocumentsServed && path == ListResponders.keyDocumentPath)
+            let response = known ? served(request)
+                : ListServerResponse(status: 404, headers: [("Content-Type", "text/plain; charset=utf-8")],
+                                     body: Data("not found: the list is served at \(paths.sorted().joined(separator: ", "))\n".utf8))
             Console.print("\(request.method) \(request.uri) -> \(response.status)")
             return response
         }
@@ -141,7 +179,8 @@ struct ServeCommand: AsyncParsableCommand {
             try? await server.shutdown()
         }
         let publicKey = try signingKey.publicKey.x963Representation.base64EncodedString()
-        Console.print("serving \(list) (\(description), \(parsed.entries.count) entr\(parsed.entries.count == 1 ? "y" : "ies")) at \(server.baseURL.absoluteString)/")
+        Console.print("serving \(list) (\(description), \(entryCount) entr\(entryCount == 1 ? "y" : "ies")) at \(server.baseURL.absoluteString)/\(URL(fileURLWithPath: list).lastPathComponent)")
+        Console.print("the file is read again when it changes: re-sign it to publish, no restart")
         Console.print("public key: \(publicKey)")
         if keyDocuments != nil {
             Console.print("key documents: \(server.baseURL.absoluteString)\(ListResponders.keyDocumentPath)")
@@ -194,5 +233,19 @@ final class SignalWatcher {
 
     func cancel() {
         source?.cancel()
+    }
+}
+
+/// What identifies one version of a file without reading it: size, modification time, inode.
+struct FileStamp: Equatable, Sendable {
+    let size: UInt64?
+    let modified: Date?
+    let inode: UInt64?
+
+    init(path: String) {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        size = (attributes?[.size] as? NSNumber)?.uint64Value
+        modified = attributes?[.modificationDate] as? Date
+        inode = (attributes?[.systemFileNumber] as? NSNumber)?.uint64Value
     }
 }
