@@ -27,6 +27,22 @@ struct CommandLineTests {
         #expect(result.stdout.contains("pinstore \(command)") || result.stdout.contains("swift run pinstore \(command)"))
     }
 
+    /// The argument parser wraps help text at 80 columns; a line break written inside a
+    /// paragraph would leave a short line in the middle of it ("each / file, the / leaf").
+    @Test(arguments: ["keygen", "fingerprint", "sign", "keys", "verify", "serve", "demo", "policies", "reports"])
+    func helpParagraphsHaveNoHardLineBreaks(command: String) async throws {
+        let result = try await PinstoreBinary.run([command, "--help"])
+        let discussion = result.stdout.components(separatedBy: "\n\n").dropFirst()   // after OVERVIEW
+        for paragraph in discussion where !paragraph.hasPrefix("  ") && !paragraph.hasPrefix("USAGE")
+            && !paragraph.hasPrefix("OPTIONS") && !paragraph.hasPrefix("ARGUMENTS") && !paragraph.hasPrefix("SUBCOMMANDS") {
+            let lines = paragraph.split(separator: "\n", omittingEmptySubsequences: false)
+            guard !lines.contains(where: { $0.hasPrefix("  ") }) else { continue }   // examples
+            for line in lines.dropLast() {
+                #expect(line.count >= 45, "\(command): a short line inside a paragraph: \(line)")
+            }
+        }
+    }
+
     @Test func failureIsOneLineOnStandardErrorWithoutBacktrace() async throws {
         let result = try await PinstoreBinary.run(["verify", "/nonexistent/list.json", "--public-key", Self.publicKeyB64Path])
         #expect(result.status == 1)

@@ -9,12 +9,12 @@ struct DemoCommand: AsyncParsableCommand {
         commandName: "demo",
         abstract: "Run dynamic pinning end to end on loopback and print what happened.",
         discussion: """
-            Makes a fresh list-signing key, takes test certificates from the package's Fixtures/,
-            signs a list pinning the real API server's certificate, serves it on 127.0.0.1,
-            updates a PinStore from it, then makes pinned https requests to two API servers on
-            127.0.0.1 that both present a valid chain for "localhost": the real one (pinned) and
-            an impostor with a mis-issued certificate from the same CA (not pinned). Prints a
-            table of what was fetched, verified, stored, allowed and refused, and exits with
+            Makes a fresh list-signing key, takes test certificates from the package's Fixtures/, \
+            signs a list pinning the real API server's certificate, serves it on 127.0.0.1, \
+            updates a PinStore from it, then makes pinned https requests to two API servers on \
+            127.0.0.1 that both present a valid chain for "localhost": the real one (pinned) and \
+            an impostor with a mis-issued certificate from the same CA (not pinned). Prints a \
+            table of what was fetched, verified, stored, allowed and refused, and exits with \
             status 1 if any step does not behave as it should. Nothing leaves the machine.
 
             Example:

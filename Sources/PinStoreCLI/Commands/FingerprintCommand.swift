@@ -9,13 +9,13 @@ struct FingerprintCommand: AsyncParsableCommand {
         commandName: "fingerprint",
         abstract: "Show the fingerprints of certificates in a file or presented by a TLS server.",
         discussion: """
-            For each certificate: subject common name, DNS and IP subject alternative names,
-            issuer, expiry, the certificate fingerprint (SHA-256 of the DER, Base64 and hex: the
-            value a pin list carries), SPKI-SHA256-BASE64 (the value Apple's NSPinnedDomains wants),
+            For each certificate: subject common name, DNS and IP subject alternative names, \
+            issuer, expiry, the certificate fingerprint (SHA-256 of the DER, Base64 and hex: the \
+            value a pin list carries), SPKI-SHA256-BASE64 (the value Apple's NSPinnedDomains wants), \
             and the list entry `pinstore sign --entry` takes.
 
-            A TARGET that names an existing file is read as PEM (one certificate or a bundle) or
-            DER. Anything else is a TLS server, host[:port] (port 443 by default), whose presented
+            A TARGET that names an existing file is read as PEM (one certificate or a bundle) or \
+            DER. Anything else is a TLS server, host[:port] (port 443 by default), whose presented \
             chain is shown WITHOUT being verified: this is an inspection tool.
 
             Examples:
@@ -26,8 +26,8 @@ struct FingerprintCommand: AsyncParsableCommand {
               pinstore fingerprint api.example.com --spki        # sha256/<SPKI> pins, OkHttp-style
               pinstore fingerprint api.example.com --spki --ca   # the CA identities only
 
-            --spki prints one line per certificate: sha256/<SPKI-SHA256-BASE64>, then the subject,
-            ready for a PinPolicy, an NSPinnedDomains entry or `pinstore sign --spki`. --ca keeps
+            --spki prints one line per certificate: sha256/<SPKI-SHA256-BASE64>, then the subject, \
+            ready for a PinPolicy, an NSPinnedDomains entry or `pinstore sign --spki`. --ca keeps \
             the certificates above the leaf (CA identities) only.
             """
     )

@@ -8,11 +8,11 @@ struct KeygenCommand: AsyncParsableCommand {
         commandName: "keygen",
         abstract: "Generate a P-256 list-signing key and print the public key apps configure.",
         discussion: """
-            Writes the private key as PKCS#8 PEM, created with mode 0600 from its first byte (an existing
-            file is kept unless --force), encrypted with AES-256-CBC when a
-            passphrase file is given (its first line is the passphrase). Prints the public key as
-            Base64 of the X9.63 point (what PinStore.Configuration.publicKey takes) and as PEM.
-            Keep the private key off the servers that host the list: whoever holds it decides
+            Writes the private key as PKCS#8 PEM, created with mode 0600 from its first byte (an existing \
+            file is kept unless --force), encrypted with AES-256-CBC when a \
+            passphrase file is given (its first line is the passphrase). Prints the public key as \
+            Base64 of the X9.63 point (what PinStore.Configuration.publicKey takes) and as PEM. \
+            Keep the private key off the servers that host the list: whoever holds it decides \
             which certificates every app trusts.
 
             Examples:

@@ -8,12 +8,12 @@ struct KeysCommand: AsyncParsableCommand {
         commandName: "keys",
         abstract: "Make and check the key documents that rotate list-signing keys without a release.",
         discussion: """
-            A key document names the keys that sign lists and how many of them must sign
-            (the threshold). Version N+1 is signed by a threshold of version N's keys and by a
-            threshold of its own; stores follow the versions from the key set they were
+            A key document names the keys that sign lists and how many of them must sign \
+            (the threshold). Version N+1 is signed by a threshold of version N's keys and by a \
+            threshold of its own; stores follow the versions from the key set they were \
             configured with (keyDocumentURL), at most 32 per update, none skipped.
 
-            The file these commands write is what the list server serves beside the list
+            The file these commands write is what the list server serves beside the list \
             ({"keyDocuments": [...]}; `pinstore serve --key-documents`).
 
             Examples:

@@ -8,10 +8,10 @@ struct PoliciesCommand: ParsableCommand {
         commandName: "policies",
         abstract: "Show the pin policies an Info.plist (NSPinnedDomains) or a network_security_config.xml declares.",
         discussion: """
-            Imports the file as PinStore does (PinPolicyImport) and prints, for each domain, what
-            it covers, its pins (sha256/<SPKI> with their kind) and its expiration, then whether
-            a store would accept the policy (at least two distinct pins, no pattern on a public
-            suffix). Exits with status 1 if the file cannot be imported or a policy would be
+            Imports the file as PinStore does (PinPolicyImport) and prints, for each domain, what \
+            it covers, its pins (sha256/<SPKI> with their kind) and its expiration, then whether \
+            a store would accept the policy (at least two distinct pins, no pattern on a public \
+            suffix). Exits with status 1 if the file cannot be imported or a policy would be \
             refused. The format is taken from the content: a property list or Android XML.
 
             Examples:

@@ -9,15 +9,15 @@ struct ReportsCommand: AsyncParsableCommand {
         commandName: "reports",
         abstract: "Collect pin-failure reports on 127.0.0.1, one file per report.",
         discussion: """
-            Accepts the reports PinStore sends to its configured reportURI (JSON, POSTed to any
-            path) and writes each, unchanged, to a new file report-<UTC time>-<n>-<random>.json
+            Accepts the reports PinStore sends to its configured reportURI (JSON, POSTed to any \
+            path) and writes each, unchanged, to a new file report-<UTC time>-<n>-<random>.json \
             in DIR. Bodies that are not JSON objects are refused (400), other methods too (405).
 
-            Keeps at most --max-files report files taking at most --max-bytes together: after
-            each report, the oldest files in DIR go until both hold (the newest stays), so a
+            Keeps at most --max-files report files taking at most --max-bytes together: after \
+            each report, the oldest files in DIR go until both hold (the newest stays), so a \
             host failing pinning in a loop cannot fill the disk.
 
-            Listens on 127.0.0.1 only; --port 0 picks a free port. Prints the URL to configure
+            Listens on 127.0.0.1 only; --port 0 picks a free port. Prints the URL to configure \
             as reportURI, logs each report, and runs until interrupted (Ctrl-C) or terminated.
 
             Example:

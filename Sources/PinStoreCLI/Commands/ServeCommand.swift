@@ -10,11 +10,11 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve a fingerprint list on 127.0.0.1 for development and tests.",
         discussion: """
-            Static mode serves the signed list as it is, after checking that it verifies with
-            --key's public key. --challenge-mode answers like the deployed challenge-mode server:
-            every request must carry X-Cert-Pinning-Challenge (Base64 of 16 to 32 bytes) and the
-            response carries X-Cert-Pinning-Signature over challenge & body, signed with --key.
-            A static list given in challenge mode is served as a challenge-mode body stamped with
+            Static mode serves the signed list as it is, after checking that it verifies with \
+            --key's public key. --challenge-mode answers like the deployed challenge-mode server: \
+            every request must carry X-Cert-Pinning-Challenge (Base64 of 16 to 32 bytes) and the \
+            response carries X-Cert-Pinning-Signature over challenge & body, signed with --key. \
+            A static list given in challenge mode is served as a challenge-mode body stamped with \
             the start time.
 
             The list answers at /, /list.json and /<file name>; other paths get 404. The file is \

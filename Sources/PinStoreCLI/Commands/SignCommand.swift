@@ -8,22 +8,22 @@ struct SignCommand: AsyncParsableCommand {
         commandName: "sign",
         abstract: "Sign a complete static-mode fingerprint list.",
         discussion: """
-            Entries come from certificate files (--cert: the first certificate of each file, the
-            leaf), from what TLS servers present (--host: the leaf, after verifying the chain
-            against the system trust store or --ca-file and the host name), or are given
-            directly (--entry name,fingerprint,expires with the fingerprint in Base64 or hex and
-            expires in Unix seconds or ISO 8601). An entry made from a certificate file is named
-            after its subject CN (its first DNS name when it has no CN); an entry made from
-            --host is named after the host (or --name). Entries expire at the certificate's
-            notAfter unless --expires says otherwise. --insecure pins a chain that does not
+            Entries come from certificate files (--cert: the first certificate of each file, the \
+            leaf), from what TLS servers present (--host: the leaf, after verifying the chain \
+            against the system trust store or --ca-file and the host name), or are given \
+            directly (--entry name,fingerprint,expires with the fingerprint in Base64 or hex and \
+            expires in Unix seconds or ISO 8601). An entry made from a certificate file is named \
+            after its subject CN (its first DNS name when it has no CN); an entry made from \
+            --host is named after the host (or --name). Entries expire at the certificate's \
+            notAfter unless --expires says otherwise. --insecure pins a chain that does not \
             verify (a warning says so): check its fingerprint out of band.
 
-            Each entry is signed over name&base64(fingerprint)&expires (ECDSA P-256, SHA-256,
-            DER, Base64), the format deployed clients verify. The list also gets a whole-list
-            signature ("listSignature", over the exact body with its "timestamp") that deployed
-            clients ignore and PinStore checks: it stops replayed, spliced or re-depthed lists
-            (require it with requireListSignature). --no-list-signature leaves it out. To rotate a certificate without
-            downtime, sign a list holding both the current and the next certificate before the
+            Each entry is signed over name&base64(fingerprint)&expires (ECDSA P-256, SHA-256, \
+            DER, Base64), the format deployed clients verify. The list also gets a whole-list \
+            signature ("listSignature", over the exact body with its "timestamp") that deployed \
+            clients ignore and PinStore checks: it stops replayed, spliced or re-depthed lists \
+            (require it with requireListSignature). --no-list-signature leaves it out. To rotate a certificate without \
+            downtime, sign a list holding both the current and the next certificate before the \
             next one is deployed.
 
             Examples:
@@ -34,10 +34,10 @@ struct SignCommand: AsyncParsableCommand {
               pinstore sign --key list-signing.key.pem --spki --cert api.pem --out list.json
               pinstore sign --key list-signing.key.pem --ca issuing-ca.pem --name api.example.com --out list.json
 
-            --spki pins the public key (SPKI SHA-256) of each --cert and --host leaf instead of the
-            whole certificate ("pin": "spki"): a renewal with the same key stays pinned. --ca pins
-            the key of a CA certificate for --name ("pin": "ca-spki"): any leaf under that CA is
-            accepted. Both need the whole-list signature (PinStore drops key pins that no signature
+            --spki pins the public key (SPKI SHA-256) of each --cert and --host leaf instead of the \
+            whole certificate ("pin": "spki"): a renewal with the same key stays pinned. --ca pins \
+            the key of a CA certificate for --name ("pin": "ca-spki"): any leaf under that CA is \
+            accepted. Both need the whole-list signature (PinStore drops key pins that no signature \
             covers), so they cannot be combined with --no-list-signature.
             """
     )

@@ -8,19 +8,19 @@ struct VerifyCommand: AsyncParsableCommand {
         commandName: "verify",
         abstract: "Check a static list or a challenge-mode response against a public key.",
         discussion: """
-            Prints each entry with its status (valid, expired, bad signature) and exits with
-            status 1 if any entry is not valid, if the list holds no entry, or if apps would
-            refuse the list. In static mode every entry carries its own signature; with
-            --challenge and --signature the file is a challenge-mode response body and the
+            Prints each entry with its status (valid, expired, bad signature) and exits with \
+            status 1 if any entry is not valid, if the list holds no entry, or if apps would \
+            refuse the list. In static mode every entry carries its own signature; with \
+            --challenge and --signature the file is a challenge-mode response body and the \
             X-Cert-Pinning-Signature value covers challenge & body.
 
-            --public-key takes the Base64 X9.63 point apps configure, a PEM or Base64 DER
-            SubjectPublicKeyInfo, or a file holding one of those. --now evaluates expiry as of
+            --public-key takes the Base64 X9.63 point apps configure, a PEM or Base64 DER \
+            SubjectPublicKeyInfo, or a file holding one of those. --now evaluates expiry as of \
             another time (Unix seconds or ISO 8601), e.g. to check an archived list.
 
-            With a key set (several --public-key and --threshold, or --keys with a key document
-            file, whose newest set is used after the whole chain verifies) the list must carry
-            whole-list signatures by that many distinct keys; its version and expires are shown
+            With a key set (several --public-key and --threshold, or --keys with a key document \
+            file, whose newest set is used after the whole chain verifies) the list must carry \
+            whole-list signatures by that many distinct keys; its version and expires are shown \
             and an expired list fails.
 
             --warn-days N (for CI): when everything is valid, exit with status 2 if a pin (or the \
