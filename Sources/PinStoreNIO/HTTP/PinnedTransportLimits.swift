@@ -1,5 +1,5 @@
 /// How much a misbehaving server may make the pinned transport hold or do before its request
-/// fails (``URLSessionConfiguration/pinned(by:trustRoots:updateOnEmpty:updateOnMismatch:basedOn:logger:limits:)``).
+/// fails (``FoundationNetworking/URLSessionConfiguration/pinned(by:trustRoots:updateOnEmpty:updateOnMismatch:basedOn:logger:limits:)``).
 ///
 /// A pinned connection proves whom the client talks to, not that the server behaves. The
 /// per-connection bounds (response head size, informational responses, HTTP/2 control frames
