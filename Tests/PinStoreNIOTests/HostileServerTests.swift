@@ -23,9 +23,9 @@ import Testing
     /// Well before the request timeout: a request that only ends at the timeout fails the test.
     static let prompt: Duration = .seconds(12)
 
-    func session(limits: PinnedTransportLimits = .init()) throws -> URLSession {
+    func session(limits: PinnedTransportLimits = .init(), requestTimeout: TimeInterval = Self.requestTimeout) throws -> URLSession {
         let base = URLSessionConfiguration.ephemeral
-        base.timeoutIntervalForRequest = Self.requestTimeout
+        base.timeoutIntervalForRequest = requestTimeout
         base.timeoutIntervalForResource = 2 * Self.requestTimeout
         return URLSession(configuration: .pinned(by: try Pins.good(), trustRoots: try Pins.anchors, updateOnEmpty: false,
                                                  basedOn: base, limits: limits))
@@ -41,10 +41,10 @@ import Testing
         var cause: PinnedTransportError? { error?.userInfo[NSUnderlyingErrorKey] as? PinnedTransportError }
     }
 
-    func run(_ behaviour: HostileServer.Behaviour) async throws -> Outcome {
+    func run(_ behaviour: HostileServer.Behaviour, requestTimeout: TimeInterval = Self.requestTimeout) async throws -> Outcome {
         let server = try await HostileServer.start(behaviour, timeLimit: .seconds(40))
         defer { Task { await server.shutdown() } }
-        let session = try session()
+        let session = try session(requestTimeout: requestTimeout)
         let clock = ContinuousClock()
         let started = clock.now
         var error: URLError?
@@ -66,6 +66,16 @@ import Testing
         #expect(outcome.cause == .http2ControlFrameFlood)
         #expect(outcome.elapsed < Self.prompt)
         #expect(outcome.serverSent < Self.acceptedBytes)
+    }
+
+    /// Empty DATA frames carry no body and must not keep a request alive until the resource
+    /// timeout (2 x 30 s here): swift-nio-http2's DoS heuristics end the connection after a
+    /// few, and the request fails at once.
+    @Test func http2EmptyDataFramesDoNotKeepARequestAlive() async throws {
+        let outcome = try await run(.emptyDataTrickle, requestTimeout: 2)
+        #expect(outcome.error?.code == .badServerResponse)
+        #expect(outcome.cause?.description.contains("ExcessiveEmptyDataFrames") == true)
+        #expect(outcome.elapsed < Self.prompt)
     }
 
     @Test func http2SettingsFloodFromAServerThatStopsReadingFailsPromptly() async throws {

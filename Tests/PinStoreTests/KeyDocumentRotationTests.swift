@@ -87,7 +87,9 @@ import Testing
         let report = await store.updateWithReport(mode: .forced)
         #expect(report.error?.code == .invalidListSignature)
         #expect(store.keySetVersion == 2)
-        #expect(store.storedEntries == [Rotation.pinned])
+        // The list in force (keys 0 and 1) does not meet set 2's threshold either: it stops
+        // counting with the rotation (RetiredKeyListTests), and the host is unpinned, not open.
+        #expect(store.storedEntries.isEmpty)
     }
 
     @Test func oneOldKeyAloneCannotPublishAKeyDocument() async throws {
@@ -299,5 +301,93 @@ import Testing
         #expect(b.keySetVersion == 2)
         #expect(b.storedEntries == [Rotation.other])
         #expect(quiet.requestCount == 0)
+    }
+}
+
+/// After a rotation, a list the new key set did not sign stops counting at once: a list a
+/// retired (leaked) key signed, fast-forwarded to a huge version, neither stays in force nor
+/// blocks the team's next list (TUF's fast-forward recovery).
+@Suite struct RetiredKeyListTests {
+    @Test func aFastForwardedListSignedByARetiredKeyIsReplacedByTheNewKeysList() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let ring = try KeyRing(count: 2)
+        let publication = Publication()
+        let configuration = try Rotation.configuration(ring, keys: [0], threshold: 1, directory: directory.url)
+        let store = try PinStore(configuration: configuration, fetcher: publication.fetcher(), clock: ManualClock.inValidPeriod())
+        publication.list = try Rotation.list(ring, signers: [0], version: 42)
+        #expect(await store.update(mode: .forced) == .ok)
+        // Key 0 leaks: whoever answers the list request serves its own pins, version and timestamp near the maximum.
+        publication.list = try Rotation.list(ring, signers: [0], entries: [Rotation.other], version: Int64.max - 1, timestamp: Int64.max - 1)
+        #expect(await store.update(mode: .forced) == .ok)
+        #expect(store.storedEntries == [Rotation.other])
+        // The team retires key 0 (version 2: key 1 only, signed by old and new) and publishes a list signed by key 1.
+        publication.keys = try Rotation.served([Rotation.document(ring, version: 2, keys: [1], threshold: 1, signers: [0, 1])])
+        publication.list = try Rotation.list(ring, signers: [1], version: 43)
+        let report = await store.updateWithReport(mode: .forced)
+        #expect(report.result == .ok, "\(String(describing: report.error))")
+        #expect(store.keySetVersion == 2)
+        #expect(!store.storedEntries.contains(Rotation.other))
+        #expect(!store.storedEntries.isEmpty)
+    }
+
+    @Test func aListTheRetiredKeyAloneSignedStopsCountingEvenWhenNoNewListArrives() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let ring = try KeyRing(count: 2)
+        let publication = Publication()
+        let configuration = try Rotation.configuration(ring, keys: [0], threshold: 1, directory: directory.url)
+        let store = try PinStore(configuration: configuration, fetcher: publication.fetcher(), clock: ManualClock.inValidPeriod())
+        publication.list = try Rotation.list(ring, signers: [0], entries: [Rotation.other], version: 42)
+        #expect(await store.update(mode: .forced) == .ok)
+        // The rotation is published; the list server still serves the old list (signed by key 0 only).
+        publication.keys = try Rotation.served([Rotation.document(ring, version: 2, keys: [1], threshold: 1, signers: [0, 1])])
+        _ = await store.updateWithReport(mode: .forced)
+        #expect(store.keySetVersion == 2)
+        #expect(store.storedEntries.isEmpty)
+    }
+
+    @Test func aListSignedByBothKeySetsStaysInForceAcrossTheRotation() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        // Key 1 is in both sets and signs first (the entries' own signatures are the first key's).
+        let ring = try KeyRing(count: 3)
+        let publication = Publication()
+        let configuration = try Rotation.configuration(ring, keys: [0, 1], threshold: 1, directory: directory.url)
+        let store = try PinStore(configuration: configuration, fetcher: publication.fetcher(), clock: ManualClock.inValidPeriod())
+        publication.list = try Rotation.list(ring, signers: [1], version: 42)
+        #expect(await store.update(mode: .forced) == .ok)
+        let before = store.storedEntries
+        let generation = store.listGeneration
+        publication.keys = try Rotation.served([Rotation.document(ring, version: 2, keys: [1, 2], threshold: 1, signers: [0, 2])])
+        let report = await store.updateWithReport(mode: .forced)   // the same list again: version 42, a no-op
+        #expect(report.result == .ok)
+        #expect(store.keySetVersion == 2)
+        #expect(store.storedEntries == before)
+        #expect(store.listGeneration == generation)   // never dropped, not even for a moment
+    }
+}
+
+/// Labelled signatures cost at most one verification per key, however many copies a list or
+/// header repeats.
+@Suite struct LabelledSignatureCostTests {
+    /// Only the first signature labelled with a key is checked: a valid one behind a junk copy
+    /// does not count, which is what bounds the work to one verification per key.
+    @Test func onlyTheFirstSignatureLabelledWithAKeyIsChecked() throws {
+        let ring = try KeyRing(count: 3)
+        let keys = try ListKeySet(version: 1, keys: ring.publicKeys([0, 1, 2]), threshold: 1, expires: nil)
+        let message = Data("list".utf8)
+        let valid = try ring[0].signature(for: message).base64EncodedString()
+        let junk = Data(repeating: 0x41, count: 64).base64EncodedString()
+        #expect(keys.signers(labelled: [(keys.keyIDs[0], valid)], labelledMessage: message, unlabelled: nil, unlabelledMessage: Data()) == [0])
+        #expect(keys.signers(labelled: [(keys.keyIDs[0], junk), (keys.keyIDs[0], valid)], labelledMessage: message,
+                             unlabelled: nil, unlabelledMessage: Data()).isEmpty)
+    }
+
+    @Test func aValidSignatureAfterTheCapIsNotCounted() throws {
+        let ring = try KeyRing(count: 3)
+        let keys = try ListKeySet(version: 1, keys: ring.publicKeys([0, 1, 2]), threshold: 1, expires: nil)
+        let message = Data("list".utf8)
+        let valid = try ring[1].signature(for: message).base64EncodedString()
+        let filler = Array(repeating: (keyID: "00", signature: "AA=="), count: ListKeySet.maximumLabelledSignatures)
+        #expect(keys.signers(labelled: [(keys.keyIDs[1], valid)], labelledMessage: message, unlabelled: nil, unlabelledMessage: Data()) == [1])
+        #expect(keys.signers(labelled: filler + [(keys.keyIDs[1], valid)], labelledMessage: message, unlabelled: nil, unlabelledMessage: Data()).isEmpty)
     }
 }

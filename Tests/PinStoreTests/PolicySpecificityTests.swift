@@ -97,7 +97,8 @@ import Testing
         }
     }
 
-    @Test func anExpiredHostPolicyLeavesTheHostToTheNextMostSpecificOne() throws {
+    /// The day the host's own pins lapse, the parent's broader pins must not take over.
+    @Test func anExpiredHostPolicyLeavesItsHostUnpinnedNotToTheParent() throws {
         let clock = ManualClock.inValidPeriod()
         let store = try PinPolicyTests.store(policies: [
             Self.policy("**.example.com", try Self.intermediateCA()),
@@ -105,8 +106,23 @@ import Testing
         ], clock: clock)
         #expect(store.validate(commonName: "api.example.com", certificateChain: try Self.chain("localhost-chain")) == .untrusted)
         clock.advance(60)
-        #expect(store.validate(commonName: "api.example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
-        #expect(store.validate(commonName: "api.example.com", certificateChain: try Self.chain("localhost-other-ca-chain")) == .untrusted)
+        #expect(store.validate(commonName: "api.example.com", certificateChain: try Self.chain("localhost-chain")) == .empty)
+        #expect(store.validate(commonName: "api.example.com", fingerprint: try TestResources.certificate("pki/localhost.pem").fingerprint) != .trusted)
+        #expect(store.validate(commonName: "www.example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
+    }
+
+    @Test func anExpiredHostPolicyUnderAnEnforcingParentIsRefusedEvenInReportOnlyMode() throws {
+        let clock = ManualClock.inValidPeriod()
+        var configuration = try StoreFixtures.configuration(directory: FileManager.default.temporaryDirectory
+            .appendingPathComponent("pinstore-specificity-\(UUID().uuidString)"))
+        configuration.policies = [
+            Self.policy("**.example.com", try Self.intermediateCA()),
+            Self.policy("api.example.com", try Self.attackerLeaf(), expiration: clock.now() - 1),
+        ]
+        configuration.enforcement = .listReportOnly
+        let store = try PinStore(configuration: configuration, fetcher: ScriptedFetcher.serving(Data()), clock: clock)
+        let decision = store.pinDecision(host: "api.example.com", validatedChain: try Self.chain("localhost-chain"))
+        #expect(decision.failure?.reason == .noPinsForHost(updateResult: nil))
     }
 
     // MARK: - Ambiguity

@@ -179,13 +179,16 @@ import Testing
         #expect(P.check(store, "www.good.com", try Self.fullChain()) == .empty)
     }
 
-    // TrustKit picks www.good.com's entry by name and then, the entry being expired, pins nothing.
-    // PinStore: an expired policy is as if absent, so good.com's subdomain policy applies.
-    @Test func anExpiredSubdomainPolicyLeavesTheParentsPinsUnlikeTrustKit() throws {
+    // TrustKit picks www.good.com's entry by name and then, the entry being expired, pins nothing
+    // and leaves the host to the system. PinStore picks the same entry, takes no pins from the
+    // parent either (that would widen trust the day the narrow pins lapse), and refuses the
+    // host as unpinned.
+    @Test func anExpiredSubdomainPolicyPinsNothingAndFailsClosedUnlikeTrustKit() throws {
         let store = try P.store([try Self.policy("good.com", [P.a], includesSubdomains: true),
                                  try Self.policy("www.good.com", [P.c], expiration: P.utcDay(2015, 1, 1))])
-        #expect(P.check(store, "www.good.com", try P.chain(P.a)) == .trusted)
-        #expect(P.check(store, "www.good.com", try P.chain(P.c)) == .untrusted)
+        #expect(P.check(store, "www.good.com", try P.chain(P.a)) == .empty)
+        #expect(P.check(store, "www.good.com", try P.chain(P.c)) == .empty)
+        #expect(P.check(store, "mail.good.com", try P.chain(P.a)) == .trusted)
     }
 
     // TrustKit applies only the most specific entry, so a report-only www.good.com lets its failures

@@ -71,7 +71,10 @@ struct ListKeySet: Sendable {
     /// signature) over `labelledMessage`, and the optional `unlabelled` one over
     /// `unlabelledMessage`, tried against each key not already counted. Stops as soon as the
     /// threshold is reached (extra signatures cost nothing). Signatures by unknown keys, and a
-    /// second signature by a counted key, are ignored.
+    /// second signature by a counted key, are ignored. At most one labelled signature per key is
+    /// ever checked, and at most ``maximumLabelledSignatures`` are looked at: a list or header
+    /// repeating junk signatures under a trusted key ID costs one verification per key, not one
+    /// per copy.
     func signers(labelled: [(keyID: String, signature: String)], labelledMessage: Data,
                  unlabelled: Data?, unlabelledMessage: Data) -> Set<Int> {
         var signers = Set<Int>()
@@ -81,11 +84,16 @@ struct ListKeySet: Sendable {
                 break
             }
         }
-        for (keyID, text) in labelled where signers.count < threshold {
+        var tried = Set<Int>()
+        for (keyID, text) in labelled.prefix(Self.maximumLabelledSignatures) where signers.count < threshold {
             guard let index = keyIDs.firstIndex(of: keyID.lowercased()), !signers.contains(index),
-                  let signature = Base64.decodeStrict(text) else { continue }
+                  tried.insert(index).inserted, let signature = Base64.decodeStrict(text) else { continue }
             if Self.verify(signature, labelledMessage, with: keys[index]) { signers.insert(index) }
         }
         return signers
     }
+
+    /// How many labelled signatures are looked at in one document: twice the most keys a set
+    /// may have, room for every key of an old set and a new one.
+    static let maximumLabelledSignatures = 2 * maximumKeyCount
 }

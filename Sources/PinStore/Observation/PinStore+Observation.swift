@@ -108,7 +108,7 @@ extension PinStore {
         let list = state.withLock { $0.stored?.index }
         for index in [list, fallbackIndex].compactMap({ $0 }) where index.exact[key] != nil { return key }
         if expectedNames?.contains(key) == true { return key }
-        if let policy = staticPins.policies.first(where: { $0.pattern.matches(key) }) {
+        if let policy = staticPins.mostSpecificPolicy(for: key) {
             return policy.pattern.kind == .exact || policy.pattern.kind == .address ? key : policy.policy.domain.lowercased()
         }
         if let dot = key.firstIndex(of: "."), dot != key.startIndex {

@@ -34,10 +34,11 @@ import Foundation
 /// and win). Both come from the team: the list rotates without a release, the policies survive
 /// a list the store cannot download, and each is the other's backup during a rotation.
 ///
-/// **Expiry.** An expired policy no longer applies (the next most specific one does, if any),
-/// and the store fails closed: a host that nothing else pins is then refused as unpinned
-/// (`noPinsForHost`), as a host whose list pins expired is, so a clock moved forward cannot
-/// open a host. (Android and TrustKit differ here: an expired pin-set lets the host through on
+/// **Expiry.** An expired policy no longer admits anything, and it keeps its place: its hosts
+/// get no policy pins, not those of a broader policy (which would widen trust the day the
+/// narrow pins lapse). The store fails closed: a host the list does not pin is then refused as
+/// unpinned (`noPinsForHost`), as a host whose list pins expired is, so a clock moved forward
+/// cannot open a host. (Android and TrustKit differ here: an expired pin-set lets the host through on
 /// the normal trust evaluation alone.) A warning is logged when the store is made and the
 /// `pinstore_expired_policies` gauge is set.
 ///
@@ -185,20 +186,28 @@ struct StaticPins: Sendable {
         return nil
     }
 
-    /// The static policies' say for `host` at `now`: the pins of the most specific unexpired
-    /// policy whose domain matches (Apple's, Android's and TrustKit's rule), and whether any
-    /// matching unexpired policy enforces. Specificity narrows the pins, never enforcement: a
+    /// The static policies' say for `host` at `now`: the pins of the most specific policy whose
+    /// domain matches (Apple's, Android's and TrustKit's rule), and whether any matching
+    /// unexpired policy enforces. Specificity narrows the pins, never enforcement: a
     /// report-only policy for a host does not switch off an enforcing one for its parent
-    /// domain. An expired policy no longer applies at all. Nil when no unexpired policy matches.
+    /// domain. When the most specific policy has expired, its hosts get no policy pins at all
+    /// (fail closed), not a broader policy's: the team pinned them more narrowly on purpose.
+    /// Nil when no policy matches.
     func selection(for host: String, now: Int64) -> PolicySelection? {
+        guard let best = mostSpecificPolicy(for: host) else { return nil }
+        let enforcing = policies.contains { now < $0.expires && !$0.policy.reportOnly && $0.pattern.matches(host) }
+        return PolicySelection(policy: now < best.expires ? best : nil, enforcing: enforcing)
+    }
+
+    /// The most specific policy whose domain matches `host`, expired or not (two equally
+    /// specific ones are refused when the store is made, so there is one).
+    func mostSpecificPolicy(for host: String) -> CompiledPolicy? {
         var best: (policy: CompiledPolicy, specificity: HostPattern.Specificity)?
-        var enforcing = false
-        for policy in policies where now < policy.expires && policy.pattern.matches(host) {
-            enforcing = enforcing || !policy.policy.reportOnly
+        for policy in policies where policy.pattern.matches(host) {
             let specificity = policy.pattern.specificity(for: host)
             if best.map({ specificity > $0.specificity }) ?? true { best = (policy, specificity) }
         }
-        return best.map { PolicySelection(policy: $0.policy, enforcing: enforcing) }
+        return best?.policy
     }
 
     /// Policies expired at `now`, for the start-up warning and the gauge.
@@ -207,9 +216,9 @@ struct StaticPins: Sendable {
     }
 }
 
-/// The policy whose pins apply to a host, and whether a failure enforces
-/// (``StaticPins/selection(for:now:)``).
+/// The policy whose pins apply to a host (nil when the most specific one has expired: no
+/// policy pins), and whether a failure enforces (``StaticPins/selection(for:now:)``).
 struct PolicySelection: Sendable {
-    let policy: CompiledPolicy
+    let policy: CompiledPolicy?
     let enforcing: Bool
 }

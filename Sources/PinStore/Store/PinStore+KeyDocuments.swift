@@ -92,8 +92,36 @@ extension PinStore {
                 "pinstore.keyVersion": "\(last.keySet.version)", "pinstore.threshold": "\(last.keySet.threshold)",
             ])
         }
+        // An expired final document stops the update here, and the list in force stays as it is.
         try KeyChain.checkNotExpired(keys.current, at: now)
+        if let last = accepted.last { dropListNotSignedBy(last.keySet, at: now) }
         return keys.current
+    }
+
+    /// After a rotation, the list in force counts only if the new key set signed it too.
+    /// Otherwise its pins stop counting at once, and with them its version and timestamp as the
+    /// rollback floor: a list that a retired (perhaps leaked) key signed, or fast-forwarded to
+    /// a huge version, must neither stay in force nor block the team's next list, which this
+    /// same update downloads right after. Until it arrives, the host falls back to the fallback
+    /// pins and the static policies, or is refused as unpinned (fail closed).
+    func dropListNotSignedBy(_ keys: ListKeySet, at now: Date) {
+        guard let stored = state.withLock({ $0.stored }) else { return }
+        if let persisted = try? file.load(), Self.identity(of: persisted) == stored.identity,
+           (try? verifier(keys).verify(persisted)) != nil {
+            return
+        }
+        state.withLock { state in
+            guard state.stored?.identity == stored.identity else { return }   // replaced meanwhile
+            state.stored = nil
+            state.listExpires = .max
+            state.generation &+= 1
+            state.nextPinExpiry = .min
+        }
+        updateGauges(now: now)
+        notifyListChanged()
+        logger.warning("the list in force is not signed by the new list-signing keys; its pins no longer count", metadata: [
+            "pinstore.identifier": "\(configuration.identifier)", "pinstore.keyVersion": "\(keys.version)",
+        ])
     }
 
     /// Whether the list in force is past its own `expires` at `now`.

@@ -770,7 +770,7 @@ public final class PinStore: Sendable {
     }
 
     /// What tells two saved lists apart: the signed material and the schedule.
-    private static func identity(of persisted: PersistedList) -> Data {
+    static func identity(of persisted: PersistedList) -> Data {
         var material = Data()
         for part in [persisted.body, Data((persisted.challenge ?? "").utf8), Data((persisted.signature ?? "").utf8),
                      Data("\(persisted.mode.rawValue)|\(persisted.nextUpdate)".utf8)] {

@@ -38,6 +38,8 @@ final class HostileServer: Sendable {
         /// A GOAWAY with INTERNAL_ERROR that keeps the request's stream (last stream ID 1), then
         /// silence with the connection open.
         case goAwayWithError
+        /// A response head, then empty DATA frames forever: bytes on the wire, none of body.
+        case emptyDataTrickle
         // HTTP/1.1 (ALPN http/1.1).
         /// `HTTP/1.1 200 ` followed by an endless reason phrase.
         case endlessStatusLine
@@ -52,7 +54,7 @@ final class HostileServer: Sendable {
         var speaksHTTP2: Bool {
             switch self {
             case .pingFlood, .settingsFlood, .continuationFlood, .http2OversizedHeaders, .http2InformationalStorm, .windowUpdateOverflow,
-                 .pushPromise, .goAwayWithError: true
+                 .pushPromise, .goAwayWithError, .emptyDataTrickle: true
             case .endlessStatusLine, .informationalStorm, .endlessHeaders, .informationalThenFinal: false
             }
         }
@@ -248,6 +250,9 @@ private final class HostileHandler: ChannelInboundHandler {
             H2.frame(type: 5, flags: 0x4, stream: 1, payload: block, into: &buffer)
         case .goAwayWithError:
             H2.frame(type: 7, flags: 0, stream: 0, payload: [0, 0, 0, 1, 0, 0, 0, 2], into: &buffer)
+        case .emptyDataTrickle:
+            // `:status: 200` (HPACK static index 8), END_HEADERS, the stream left open.
+            H2.frame(type: 1, flags: 0x4, stream: 1, payload: [0x88], into: &buffer)
         case .endlessStatusLine:
             buffer.writeString("HTTP/1.1 200 ")
         case .endlessHeaders:
@@ -271,6 +276,7 @@ private final class HostileHandler: ChannelInboundHandler {
         case .endlessStatusLine: return Chunks.reasonPhrase
         case .informationalStorm: return Chunks.earlyHints
         case .endlessHeaders: return Chunks.headerLines
+        case .emptyDataTrickle: return Chunks.emptyData
         case .windowUpdateOverflow, .pushPromise, .goAwayWithError, .informationalThenFinal: return nil
         }
     }
@@ -316,6 +322,8 @@ private enum Chunks {
     static let http2EarlyHints = H2.repeated(1_000) {
         H2.frame(type: 1, flags: 0x4, stream: 1, payload: [0x08, 0x03] + Array("103".utf8), into: &$0)
     }
+    /// One empty DATA frame on the request's stream (no END_STREAM): a trickle, not a flood.
+    static let emptyData = H2.repeated(1) { H2.frame(type: 0, flags: 0, stream: 1, payload: [], into: &$0) }
     static let reasonPhrase = ByteBuffer(repeating: UInt8(ascii: "A"), count: 16 * 1_024)
     static let earlyHints = ByteBuffer(string: String(repeating: "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n", count: 256))
     static let headerLines = ByteBuffer(string: String(repeating: "X-Filler: " + String(repeating: "a", count: 100) + "\r\n", count: 140))

@@ -1,8 +1,8 @@
 /// The pins: a connection is allowed when at least one unexpired pin that applies to the host
 /// matches. Two sources apply, and either may admit the chain:
 /// - the signed list's entries for the host (downloaded, then fallback);
-/// - the static policies' pins, from the single most specific unexpired policy that matches
-///   the host (``StaticPins/selection(for:now:)``: exact name over `*.` over any depth, as
+/// - the static policies' pins, from the single most specific policy that matches the host
+///   (none when that one has expired) (``StaticPins/selection(for:now:)``: exact name over `*.` over any depth, as
 ///   Apple, Android and TrustKit choose), so a broad parent policy cannot admit what the
 ///   host's own policy refuses.
 ///
@@ -41,17 +41,18 @@ struct PinSetRule: PinningRule {
             if matched { return .pinned }
         }
         let selection = staticPins.policies.isEmpty ? nil : staticPins.selection(for: host, now: connection.now)
-        if let selection {
-            switch selection.policy.admits(connection.evidence) {
+        if let policy = selection?.policy {
+            switch policy.admits(connection.evidence) {
             case true?: return .pinned
             case nil: unprovable = true
             case false?: break
             }
         }
-        let policyApplies = selection != nil
+        let policyApplies = selection?.policy != nil
         let policyEnforces = selection?.enforcing ?? false
         guard listApplies || policyApplies else {
-            return .failsRule(.noPinsForHost(updateResult: nil), enforcing: listEnforced, relaxable: true)
+            // An enforcing policy whose narrower neighbour expired still enforces here.
+            return .failsRule(.noPinsForHost(updateResult: nil), enforcing: listEnforced || policyEnforces, relaxable: true)
         }
         return .failsRule(unprovable ? .issuerPinsNeedChain : .pinMismatch,
                           enforcing: (listApplies && listEnforced) || policyEnforces, relaxable: true)

@@ -388,7 +388,8 @@ final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             request.receiver.receiveHead(head)
         case .body(let part):
             current = request
-            armTimer()
+            // Only body bytes count as activity: empty parts must not hold the request open.
+            if part.readableBytes > 0 { armTimer() }
             if !request.receiver.receiveBodyPart(part) {
                 paused = true
             }
