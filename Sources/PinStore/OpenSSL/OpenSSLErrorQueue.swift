@@ -6,9 +6,9 @@ internal import CPinStoreShims
 /// Every failing OpenSSL call leaves messages there. They are drained into the thrown
 /// ``PinStoreError`` (so the reason reaches the user) or cleared after an expected failure
 /// (a signature that does not verify), so no stale message leaks into a later, unrelated call.
-enum OpenSSLErrorQueue {
+package enum OpenSSLErrorQueue {
     /// Removes and returns every queued message, oldest first.
-    static func drain() -> [String] {
+    package static func drain() -> [String] {
         var messages: [String] = []
         while true {
             let code = ERR_get_error()

@@ -1,25 +1,13 @@
 import Foundation
+import PinStore
 internal import COpenSSL
 internal import CPinStoreShims
 
 /// OpenSSL's per-thread error queue, drained into the kit's thrown errors.
 enum OpenSSLErrors {
-    /// Removes and returns every queued message, oldest first.
-    static func drain() -> [String] {
-        var messages: [String] = []
-        while true {
-            let code = ERR_get_error()
-            if code == 0 { break }
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buffer, buffer.count)
-            messages.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        }
-        return messages
-    }
-
     /// An error saying `what` failed, carrying whatever OpenSSL queued.
     static func error(_ what: String) -> PinStoreTestingError {
-        PinStoreTestingError("OpenSSL could not \(what).", openSSLErrors: drain())
+        PinStoreTestingError("OpenSSL could not \(what).", openSSLErrors: OpenSSLErrorQueue.drain())
     }
 }
 
