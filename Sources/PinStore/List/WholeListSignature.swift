@@ -67,53 +67,35 @@ enum WholeListSignature {
     /// an array of `{"keyid", "signature"}` objects.
     static func locateAll(in body: Data) throws(PinStoreError) -> Located? {
         guard let (signature, signed) = locate(in: body) else { return nil }
-        let bytes = [UInt8](signed)
-        var index = 0
-        func skipWhitespace() {
-            while index < bytes.count, [0x20, 0x09, 0x0a, 0x0d].contains(bytes[index]) { index += 1 }
-        }
-        func expect(_ text: String) -> Bool {
-            let expected = Array(text.utf8)
-            guard bytes.count - index >= expected.count, Array(bytes[index..<(index + expected.count)]) == expected else { return false }
-            index += expected.count
-            return true
-        }
+        var scanner = LeadingMembers(bytes: [UInt8](signed))
         let none = Located(signature: signature, signedBytes: signed, extras: [], extrasSignedBytes: signed, hasExtraMember: false)
         // `{ "listSignature" : "" , "listSignatures" : [ ... ]`: the blanked first member is
         // known to be there; find the second.
-        skipWhitespace()
-        guard expect("{") else { return none }
-        skipWhitespace()
-        guard expect("\"\(member)\"") else { return none }
-        skipWhitespace()
-        guard expect(":") else { return none }
-        skipWhitespace()
-        guard expect("\"\"") else { return none }
-        skipWhitespace()
-        guard expect(",") else { return none }
-        skipWhitespace()
-        guard expect("\"\(extraMember)\"") else { return none }
-        skipWhitespace()
-        guard expect(":") else { return none }
-        skipWhitespace()
-        guard expect("[") else {
+        guard scanner.expect("{") else { return none }
+        guard scanner.expect("\"\(member)\"") else { return none }
+        guard scanner.expect(":") else { return none }
+        guard scanner.expect("\"\"") else { return none }
+        guard scanner.expect(",") else { return none }
+        guard scanner.expect("\"\(extraMember)\"") else { return none }
+        guard scanner.expect(":") else { return none }
+        guard scanner.expect("[") else {
             throw PinStoreError(.invalidListData, "\"\(extraMember)\" must be an array of {\"keyid\", \"signature\"} objects.")
         }
-        let arrayStart = index - 1
+        let arrayStart = scanner.index - 1
         // Key IDs are hex and signatures Base64: neither holds a `]`, so the array ends at the next one.
-        while index < bytes.count, bytes[index] != UInt8(ascii: "]") { index += 1 }
-        guard index < bytes.count else {
+        while scanner.index < scanner.bytes.count, scanner.bytes[scanner.index] != UInt8(ascii: "]") { scanner.index += 1 }
+        guard scanner.index < scanner.bytes.count else {
             throw PinStoreError(.invalidListData, "\"\(extraMember)\" is not a closed array.")
         }
-        let arrayBytes = Data(bytes[arrayStart...index])
+        let arrayBytes = Data(scanner.bytes[arrayStart...scanner.index])
         let wire: [KeyDocument.EnvelopeWire.Signature]
         do {
             wire = try JSONDecoder().decode([KeyDocument.EnvelopeWire.Signature].self, from: arrayBytes)
         } catch {
             throw PinStoreError(.invalidListData, "\"\(extraMember)\" must be an array of {\"keyid\": hex, \"signature\": Base64} objects.")
         }
-        var emptied = Data(bytes[...arrayStart])
-        emptied.append(contentsOf: bytes[index...])
+        var emptied = Data(scanner.bytes[...arrayStart])
+        emptied.append(contentsOf: scanner.bytes[scanner.index...])
         return Located(signature: signature, signedBytes: signed, extras: wire.map { ($0.keyid, $0.signature) },
                        extrasSignedBytes: emptied, hasExtraMember: true)
     }
@@ -121,35 +103,21 @@ enum WholeListSignature {
     /// The signature and the bytes it covers, when `body` starts with the member; nil when the
     /// body has no leading `listSignature` member.
     static func locate(in body: Data) -> (signature: String, signedBytes: Data)? {
-        let bytes = [UInt8](body)
-        var index = 0
-        func skipWhitespace() {
-            while index < bytes.count, [0x20, 0x09, 0x0a, 0x0d].contains(bytes[index]) { index += 1 }
-        }
-        func expect(_ text: String) -> Bool {
-            let expected = Array(text.utf8)
-            guard bytes.count - index >= expected.count, Array(bytes[index..<(index + expected.count)]) == expected else { return false }
-            index += expected.count
-            return true
-        }
-        skipWhitespace()
-        guard expect("{") else { return nil }
-        skipWhitespace()
-        guard expect("\"\(member)\"") else { return nil }
-        skipWhitespace()
-        guard expect(":") else { return nil }
-        skipWhitespace()
-        guard expect("\"") else { return nil }
-        let valueStart = index
+        var scanner = LeadingMembers(bytes: [UInt8](body))
+        guard scanner.expect("{") else { return nil }
+        guard scanner.expect("\"\(member)\"") else { return nil }
+        guard scanner.expect(":") else { return nil }
+        guard scanner.expect("\"") else { return nil }
+        let valueStart = scanner.index
         // Base64 has no quote and no backslash, so the value ends at the next quote.
-        while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
-            guard bytes[index] != UInt8(ascii: "\\") else { return nil }
-            index += 1
+        while scanner.index < scanner.bytes.count, scanner.bytes[scanner.index] != UInt8(ascii: "\"") {
+            guard scanner.bytes[scanner.index] != UInt8(ascii: "\\") else { return nil }
+            scanner.index += 1
         }
-        guard index < bytes.count else { return nil }
-        let signature = String(decoding: bytes[valueStart..<index], as: UTF8.self)
-        var signed = Data(bytes[..<valueStart])
-        signed.append(contentsOf: bytes[index...])
+        guard scanner.index < scanner.bytes.count else { return nil }
+        let signature = String(decoding: scanner.bytes[valueStart..<scanner.index], as: UTF8.self)
+        var signed = Data(scanner.bytes[..<valueStart])
+        signed.append(contentsOf: scanner.bytes[scanner.index...])
         return (signature, signed)
     }
 
@@ -246,5 +214,26 @@ extension WholeListSignature {
             throw PinStoreError(.invalidListData, "A list with a whole-list signature must carry a \"timestamp\".")
         }
         return timestamp
+    }
+}
+
+/// Reads the members a signed list starts with, byte by byte: the signatures cover the exact
+/// bytes of the body, so the members are found where they are written, not by re-encoding
+/// decoded JSON.
+private struct LeadingMembers {
+    let bytes: [UInt8]
+    var index = 0
+
+    init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// Skips JSON whitespace, then consumes `text` if it comes next.
+    mutating func expect(_ text: String) -> Bool {
+        while index < bytes.count, [0x20, 0x09, 0x0a, 0x0d].contains(bytes[index]) { index += 1 }
+        let expected = Array(text.utf8)
+        guard bytes.count - index >= expected.count, Array(bytes[index..<(index + expected.count)]) == expected else { return false }
+        index += expected.count
+        return true
     }
 }
