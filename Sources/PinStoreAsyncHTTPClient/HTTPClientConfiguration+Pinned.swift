@@ -108,11 +108,20 @@ extension HTTPClient.Configuration {
     /// - Throws: ``PinnedHTTPClientError`` when the TLS configuration does not run the full
     ///   default verification (`certificateVerification` other than `.fullVerification`), or
     ///   cannot meet the transport minimums, or when AsyncHTTPClient would not do TLS on
-    ///   `eventLoopGroup` through swift-nio-ssl (``PinnedHTTPClientError/Code/unsupportedEventLoopGroup``).
+    ///   `eventLoopGroup` through swift-nio-ssl (``PinnedHTTPClientError/Code/unsupportedEventLoopGroup``),
+    ///   or when the store requires Certificate Transparency for every host
+    ///   (``PinnedHTTPClientError/Code/certificateTransparencyNeedsChain``).
     public mutating func pin(with store: PinStore, eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
                              trustRoots: TrustRoots? = nil,
                              updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
                              logger: Logger? = nil) throws(PinnedHTTPClientError) {
+        // CT needs the validated chain (the issuer): refused here rather than skipped. Hosts the
+        // signed list puts under CT are refused (or reported) per connection by the CT rule,
+        // which sees that this adapter has the leaf only.
+        if store.configuration.certificateTransparency != .off
+            || store.configuration.transportSecurityExceptions.contains(where: \.requiresCertificateTransparency) {
+            throw .certificateTransparencyNeedsChain
+        }
         if let trustRoots {
             var tls = tlsConfiguration ?? .makeClientConfiguration()
             do {

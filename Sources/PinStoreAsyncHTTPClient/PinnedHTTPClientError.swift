@@ -34,6 +34,11 @@ public struct PinnedHTTPClientError: Error, Sendable, Hashable, CustomStringConv
         case unsupportedEventLoopGroup
         /// A certificate of the given `TrustRoots` could not be handed to swift-nio-ssl.
         case invalidTrustRoots
+        /// The store asks for Certificate Transparency for every host (its configuration's
+        /// `certificateTransparency` is not `.off`, or an ATS exception requires it), and
+        /// AsyncHTTPClient shows only the leaf: the SCTs are signed over the issuer, which the
+        /// pinned client never sees, so CT could not be checked.
+        case certificateTransparencyNeedsChain
     }
 
     /// What went wrong.
@@ -68,6 +73,13 @@ public struct PinnedHTTPClientError: Error, Sendable, Hashable, CustomStringConv
                 + "certificate and refuse every request. Pin for MultiThreadedEventLoopGroup.singleton (eventLoopGroup: here) "
                 + "and give the client the same group, or use HTTPClient(pinnedBy:), which does both.")
     }
+
+    static let certificateTransparencyNeedsChain = PinnedHTTPClientError(.certificateTransparencyNeedsChain,
+        "The store requires Certificate Transparency (Configuration.certificateTransparency is not .off, or a "
+            + "TransportSecurityException has requiresCertificateTransparency), and AsyncHTTPClient exposes only the server's "
+            + "leaf certificate: the SCTs are signed over the issuer's key, so they cannot be checked here and would be refused "
+            + "on every connection. Call those hosts through PinStoreNIO (URLSession(configuration: .pinned(by:)) or "
+            + "PinningTLSVerifier), or use a store whose CT comes per host from the signed list for hosts this client never calls.")
 
     static func invalidTrustRoots(_ error: any Error) -> PinnedHTTPClientError {
         PinnedHTTPClientError(.invalidTrustRoots,

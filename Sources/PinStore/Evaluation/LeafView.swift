@@ -135,7 +135,8 @@ extension PinStore {
         var reported: PinningDecision?
         for (host, shownAs) in representativeHosts(of: view.names, list: snapshot.list, domainsConfig: snapshot.domainsConfig) {
             let connection = PinningContext(host: host, requestedName: shownAs, evidence: view.evidence, list: snapshot.list,
-                                            fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig, now: snapshot.now)
+                                            fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig, now: snapshot.now,
+                                            certificateTransparency: snapshot.certificateTransparency, generation: snapshot.generation)
             let decision = rules.decide(connection)
             switch decision {
             case .deny: return decision
@@ -223,10 +224,12 @@ extension PinStore {
     }
 
     /// The pins in force and the time, read once for a decision.
-    func pinSnapshot() -> (list: PinIndex?, domainsConfig: DomainsConfig?, now: Int64) {
-        let (list, domainsConfig, due) = state.withLock { ($0.stored?.index, $0.stored?.domainsConfig, $0.schedule.dueDate) }
+    func pinSnapshot() -> (list: PinIndex?, domainsConfig: DomainsConfig?, now: Int64, certificateTransparency: CTLogList?, generation: UInt64) {
+        let (list, domainsConfig, due, certificateTransparency, generation) = state.withLock {
+            ($0.stored?.index, $0.stored?.domainsConfig, $0.schedule.dueDate, $0.stored?.certificateTransparency, $0.generation)
+        }
         let date = clock.now()
         if date >= due { startScheduledUpdateIfDue(at: date) }
-        return (list, domainsConfig, Int64(date.timeIntervalSince1970.rounded(.down)))
+        return (list, domainsConfig, Int64(date.timeIntervalSince1970.rounded(.down)), certificateTransparency, generation)
     }
 }

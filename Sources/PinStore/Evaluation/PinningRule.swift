@@ -20,6 +20,10 @@ enum PinningRuleResult: Sendable, Equatable {
     ///     (``PinFailureRelaxation``) may turn a failure nobody enforces into a report.
     ///   - relaxable: False for the failures nothing may relax (expected hosts, deny pins).
     case failsRule(PinningFailure.Reason, enforcing: Bool, relaxable: Bool)
+    /// The connection fails a check its host runs report-only (Certificate Transparency in
+    /// ``CertificateTransparencyMode/reportOnly``): the failure is reported and the later rules
+    /// still decide, so a report-only check can never let through what they refuse.
+    case reportsOnly(PinningFailure.Reason)
 }
 
 /// A way a pin failure can end other than in a refusal (``DomainsConfig``, report-only).
@@ -45,6 +49,10 @@ struct PinningContext: Sendable {
     let domainsConfig: DomainsConfig?
     /// Unix seconds: pins and policies expire against it.
     let now: Int64
+    /// The signed list's Certificate Transparency section, if any (same snapshot as ``list``).
+    var certificateTransparency: CTLogList? = nil
+    /// The list generation of the snapshot: CT verdicts are cached per generation.
+    var generation: UInt64 = 0
 
     /// A failure of this connection.
     func failure(_ reason: PinningFailure.Reason, details: String? = nil) -> PinningFailure {

@@ -9,6 +9,8 @@ import Foundation
 ///    minimums (``ChainValidator`` and ``CertificateStrengthPolicy`` in ``PinningEvaluator``,
 ///    `SecTrust` on Apple platforms, swift-nio-ssl's default verification for AsyncHTTPClient);
 /// 1. ``ExpectedHostRule``: a host outside `expectedCommonNames` is refused;
+/// 1b. ``CertificateTransparencyRule``: a host that asks for CT needs compliant embedded SCTs
+///    (refused when enforced; reported, with the later rules still deciding, when report-only);
 /// 2. ``DeniedKeyRule``: a denied key anywhere in the chain refuses;
 /// 3. ``PinSetRule``: allowed when a pin that applies to the host matches;
 ///
@@ -19,9 +21,11 @@ struct PinningRules: Sendable {
     let rules: [any PinningRule]
     let relaxations: [any PinFailureRelaxation]
 
-    init(enforcement: PinStore.Configuration.Enforcement, expectedNames: Set<String>?, staticPins: StaticPins) {
+    init(enforcement: PinStore.Configuration.Enforcement, expectedNames: Set<String>?, staticPins: StaticPins,
+         certificateTransparency: CertificateTransparencyChecker = CertificateTransparencyChecker(defaultMode: .off)) {
         rules = [
             ExpectedHostRule(expected: expectedNames),
+            CertificateTransparencyRule(checker: certificateTransparency),
             DeniedKeyRule(denied: staticPins.denied),
             PinSetRule(staticPins: staticPins, listEnforced: enforcement == .enforced),
         ]
@@ -34,17 +38,28 @@ struct PinningRules: Sendable {
     /// The decision for one connection (not reported). `relaxing` false answers the rules alone
     /// (``PinStore/validate(commonName:certificateChain:)`` asks whether a chain is pinned).
     func decide(_ connection: PinningContext, relaxing: Bool = true) -> PinningDecision {
+        // A report-only failure of an earlier rule: reported if the later rules allow.
+        var reported: PinningFailure?
         for rule in rules {
             switch rule.check(connection) {
             case .meetsRule:
                 continue
+            case .reportsOnly(let reason):
+                reported = reported ?? connection.failure(reason)
             case .pinned:
+                if let reported, relaxing {
+                    return .reportOnly(reported, validatedChain: connection.evidence.certificates)
+                }
                 return .allow(validatedChain: connection.evidence.certificates)
             case .failsRule(let reason, let enforcing, let relaxable):
                 let failure = connection.failure(reason)
                 if relaxable, relaxing {
                     for relaxation in relaxations {
-                        if let relaxed = relaxation.relax(failure, enforcing: enforcing, connection) { return relaxed }
+                        if let relaxed = relaxation.relax(failure, enforcing: enforcing, connection) {
+                            // An exempt host (domainsConfig) still reports its CT failure.
+                            if case .allow(let chain) = relaxed, let reported { return .reportOnly(reported, validatedChain: chain) }
+                            return relaxed
+                        }
                     }
                 }
                 return .deny(failure)

@@ -84,6 +84,8 @@ extension PinStore {
         switch failure.reason {
         case .noPinsForHost: return updateOnEmpty
         case .pinMismatch: return updateOnMismatch
+        // An SCT from a log the list does not know: a newer list may name it.
+        case .certificateTransparencyNotMet(let violation): return updateOnMismatch && violation.sctsFromUnknownLogs > 0
         case .chainNotTrusted, .hostNotExpected, .issuerPinsNeedChain, .deniedKey, .transportSecurityNotMet: return false
         }
     }
@@ -95,7 +97,8 @@ extension PinStore {
     func pinDecision(host: HostName, requestedName: String, evidence: ChainEvidence, relaxing: Bool = true) -> PinningDecision {
         let snapshot = pinSnapshot()
         let connection = PinningContext(host: host, requestedName: requestedName, evidence: evidence, list: snapshot.list,
-                                        fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig, now: snapshot.now)
+                                        fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig, now: snapshot.now,
+                                        certificateTransparency: snapshot.certificateTransparency, generation: snapshot.generation)
         let decision = rules.decide(connection, relaxing: relaxing)
         return relaxing ? withOperatorDetails(decision, host: host, evidence: evidence) : decision
     }

@@ -24,6 +24,8 @@ struct FingerprintListDocument: Sendable {
     /// The whole list's `expires` (Unix seconds), if present: past it the list is no longer
     /// fresh. Covered like ``version``.
     let expires: Int64?
+    /// The `certificateTransparency` section as written (``CTLogList``), read once verified.
+    let certificateTransparency: CTLogList.Wire?
 
     /// The latest `expires` any list may carry: 9999-12-31T23:59:59Z. Anything later is a bug
     /// on the server (milliseconds instead of seconds, usually) and is refused.
@@ -95,6 +97,7 @@ struct FingerprintListDocument: Sendable {
         self.hasExtraListSignatures = wire.listSignatures != nil
         self.version = wire.version
         self.expires = wire.expires
+        self.certificateTransparency = wire.certificateTransparency
     }
 
     private struct Wire: Decodable {
@@ -113,6 +116,7 @@ struct FingerprintListDocument: Sendable {
         let listSignatures: [KeyDocument.EnvelopeWire.Signature]?
         let version: Int64?
         let expires: Int64?
+        let certificateTransparency: CTLogList.Wire?
     }
 
     private static func describe(_ error: DecodingError) -> String {

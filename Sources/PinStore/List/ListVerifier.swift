@@ -39,16 +39,24 @@ struct ListVerifier: Sendable {
             // entries are dropped (never read as certificate pins either); a list with one has
             // every member covered.
             let covered = signedTimestamp != nil ? entries : entries.filter { $0.kind == .certificate }
+            // The CT section names log keys and per-host modes: read only under a signature
+            // that covers it. A static list that carries one without a whole-list signature is
+            // refused rather than half-applied (its pins without the CT the team asked for).
+            if signedTimestamp == nil, document.certificateTransparency != nil {
+                throw PinStoreError(.invalidListData, "The list has a certificateTransparency section but no whole-list signature, which alone covers it; `pinstore sign` adds one unless given --no-list-signature.")
+            }
             return PinStore.VerifiedList(persisted: persisted, entries: covered, timestamp: signedTimestamp,
                                          version: signedTimestamp == nil ? nil : document.version,
-                                         expires: signedTimestamp == nil ? nil : document.expires)
+                                         expires: signedTimestamp == nil ? nil : document.expires,
+                                         certificateTransparency: try document.certificateTransparency.map(CTLogList.init))
         case .challenge:
             // The signature covers the body: check it before parsing anything.
             try verifyChallenge(persisted)
             let document = try FingerprintListDocument(body: persisted.body)
             return PinStore.VerifiedList(persisted: persisted, entries: document.entries.map(\.entry), timestamp: document.timestamp,
                                          version: document.version, expires: document.expires,
-                                         domainsConfig: try DomainsConfig(challengeBody: persisted.body))
+                                         domainsConfig: try DomainsConfig(challengeBody: persisted.body),
+                                         certificateTransparency: try document.certificateTransparency.map(CTLogList.init))
         }
     }
 

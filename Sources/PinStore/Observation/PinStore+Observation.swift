@@ -16,6 +16,10 @@ public struct PinningEvent: Sendable, CustomStringConvertible {
     /// (see ``PinStore/ExpiredListPolicy``): the decision rests on a list that is no longer
     /// fresh, or, with ``PinStore/ExpiredListPolicy/refusePins``, without its pins.
     public let listExpired: Bool
+    /// Whether the host asks for Certificate Transparency and the check failed open: the
+    /// signed list in force carries no log list, or one older than 70 days
+    /// (<doc:CertificateTransparency>). The decision was made without CT.
+    public let certificateTransparencyFailedOpen: Bool
 
     /// The pin failure behind the decision, enforced (a denial) or not (report-only); nil when
     /// the connection was allowed by its pins.
@@ -24,12 +28,14 @@ public struct PinningEvent: Sendable, CustomStringConvertible {
     }
 
     /// Creates an event; ``enforced`` follows from `decision`.
-    public init(host: String, decision: PinningDecision, date: Date, listExpired: Bool = false) {
+    public init(host: String, decision: PinningDecision, date: Date, listExpired: Bool = false,
+                certificateTransparencyFailedOpen: Bool = false) {
         self.host = host
         self.decision = decision
         self.date = date
         self.enforced = decision.reportedFailure == nil
         self.listExpired = listExpired
+        self.certificateTransparencyFailedOpen = certificateTransparencyFailedOpen
     }
 
     /// One line, for line-based log shipping: the host and the decision (a failure's summary,
@@ -37,6 +43,7 @@ public struct PinningEvent: Sendable, CustomStringConvertible {
     public var description: String {
         "\(host): \(decision)".replacingOccurrences(of: "\n", with: " ")
             + (listExpired ? " (the signed list in force has expired)" : "")
+            + (certificateTransparencyFailedOpen ? " (Certificate Transparency failed open: no fresh log list)" : "")
     }
 }
 
@@ -89,13 +96,23 @@ extension PinStore {
         let now = clock.now()
         let listExpired = listIsExpired(at: now)
         if listExpired { noteListExpiry(at: now) }
-        let event = PinningEvent(host: host, decision: decision, date: now, listExpired: listExpired)
+        let event = PinningEvent(host: host, decision: decision, date: now, listExpired: listExpired,
+                                 certificateTransparencyFailedOpen: certificateTransparencyFailsOpen(for: host, at: now))
         let continuations = observers.withLock { Array($0.decisionContinuations.values) }
         for continuation in continuations { continuation.yield(event) }
         metrics.record(decision, host: metricsHost(host))
         logReportOnly(decision, host: host)
         reportPinFailure(decision, host: host, port: port, servedChain: servedChain,
                          validatedChain: validatedChain ?? decision.validatedChain, enforced: event.enforced, at: event.date)
+    }
+
+    /// Whether a decision for `host` at `now` was made with CT failing open (see
+    /// ``PinningEvent/certificateTransparencyFailedOpen``).
+    func certificateTransparencyFailsOpen(for host: String, at now: Date) -> Bool {
+        guard let name = try? HostName(host) else { return false }
+        let list = state.withLock { $0.stored?.certificateTransparency }
+        return certificateTransparency.mode(for: name, list: list) != .off
+            && certificateTransparency.failsOpen(list: list, now: Int64(now.timeIntervalSince1970.rounded(.down)))
     }
 
     /// The `host` dimension of `pinstore_decisions_total` for a connection to `host`: the name

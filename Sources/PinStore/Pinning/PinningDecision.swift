@@ -100,6 +100,10 @@ public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible
         /// ``TransportSecurityException`` relaxes for the host. Checked right after the normal
         /// trust evaluation, before any pin.
         case transportSecurityNotMet(TransportSecurityViolation)
+        /// The host asks for Certificate Transparency (``CertificateTransparencyMode``) and the
+        /// leaf's embedded SCTs fall short of the profile. Checked after the trust evaluation and
+        /// the expected hosts, before any pin.
+        case certificateTransparencyNotMet(CertificateTransparencyViolation)
     }
 
     /// The host name (or IP address) the client connected to.
@@ -151,6 +155,11 @@ public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible
                 + "Call this host through PinStoreNIO (the pinned URLSession or PinningTLSVerifier), or publish a leaf pin for it."
         case .transportSecurityNotMet(let violation):
             return "\(host): the connection does not meet the transport minimum \(violation). " + violation.remedy
+        case .certificateTransparencyNotMet(let violation):
+            let remedy = violation.problem == .needsValidatedChain
+                ? "Call this host through PinStoreNIO (the pinned URLSession or PinningTLSVerifier), which see the validated chain."
+                : "Ask the partner for a certificate logged to the logs the signed list names, or add its logs to the list."
+            return "\(host): the certificate does not meet Certificate Transparency: \(violation). " + remedy
         case .deniedKey(let depth):
             return "\(host): the certificate at depth \(depth) of the validated chain has a denied public key (deniedPublicKeys), "
                 + "so the connection is refused whatever else matches. A compromised key or an interception product is in the path."

@@ -44,6 +44,10 @@ public struct PinningEvaluator: Sendable {
         self.updateOnEmpty = updateOnEmpty
         self.updateOnMismatch = updateOnMismatch
         self.validator = ChainValidator(trustRoots: trustRoots)
+        // Chains through the app's own anchors are exempt from Certificate Transparency
+        // (``PinStore/Configuration/certificateTransparencyForPrivateAnchors``): the store
+        // learns them from every evaluator made with it.
+        store.certificateTransparency.registerPrivateAnchors(trustRoots.anchors)
     }
 
     /// Decides on the chain a server presented, updating the store once first when the host

@@ -15,8 +15,10 @@ extension PinPolicyImport {
     /// Per domain: `NSIncludesSubdomains`, `NSExceptionMinimumTLSVersion` (`"TLSv1.0"` ...
     /// `"TLSv1.3"`) and `NSExceptionRequiresForwardSecrecy` are read (the `NSThirdParty...`
     /// spellings of the last two too, when the first-party key is absent).
-    /// `NSExceptionAllowsInsecureHTTPLoads`, `NSThirdPartyExceptionAllowsInsecureHTTPLoads` and
-    /// `NSRequiresCertificateTransparency` are accepted and have no effect: PinStore never allows
+    /// `NSRequiresCertificateTransparency` enforces Certificate Transparency for the domain
+    /// (``TransportSecurityException/requiresCertificateTransparency``).
+    /// `NSExceptionAllowsInsecureHTTPLoads` and `NSThirdPartyExceptionAllowsInsecureHTTPLoads`
+    /// are accepted and have no effect: PinStore never allows
     /// plain HTTP or relaxes the trust evaluation. Any other key is refused, so a typo cannot
     /// silently drop an exception.
     public static func transportSecurityExceptions(infoPlist data: Data) throws(PinPolicyImportError) -> [TransportSecurityException] {
@@ -61,8 +63,11 @@ extension PinPolicyImport {
             if let requires = try flag(settings, secrecyKey, at: here) {
                 exception.requiresForwardSecrecy = requires
             }
+            if let requires = try flag(settings, "NSRequiresCertificateTransparency", at: here) {
+                exception.requiresCertificateTransparency = requires
+            }
             // The keys without effect must still be Booleans: a malformed file is refused whole.
-            for key in ["NSExceptionAllowsInsecureHTTPLoads", "NSThirdPartyExceptionAllowsInsecureHTTPLoads", "NSRequiresCertificateTransparency"] {
+            for key in ["NSExceptionAllowsInsecureHTTPLoads", "NSThirdPartyExceptionAllowsInsecureHTTPLoads"] {
                 _ = try flag(settings, key, at: here)
             }
             exceptions.append(exception)

@@ -64,14 +64,20 @@ public struct TransportSecurityException: Sendable, Hashable {
     /// SHA-256 signatures), as ATS's key lifts its key-length check: servers that need one of
     /// these exceptions are the old ones that need the others.
     public var requiresForwardSecrecy: Bool
+    /// Whether the domain's certificates must comply with Certificate Transparency (ATS's
+    /// `NSRequiresCertificateTransparency`): CT is then enforced for it whatever the signed
+    /// list or ``PinStore/Configuration/certificateTransparency`` says. Default false. The
+    /// one requirement here that adds a check rather than relaxing one.
+    public var requiresCertificateTransparency: Bool
 
     /// Creates an exception; without the optional arguments it relaxes nothing.
     public init(domain: String, includesSubdomains: Bool = false, minimumTLSVersion: TLSProtocolVersion = .tlsv12,
-                requiresForwardSecrecy: Bool = true) {
+                requiresForwardSecrecy: Bool = true, requiresCertificateTransparency: Bool = false) {
         self.domain = domain
         self.includesSubdomains = includesSubdomains
         self.minimumTLSVersion = minimumTLSVersion
         self.requiresForwardSecrecy = requiresForwardSecrecy
+        self.requiresCertificateTransparency = requiresCertificateTransparency
     }
 }
 
@@ -142,23 +148,28 @@ package struct TransportSecurityRequirements: Sendable, Hashable {
     /// Whether the certificate-strength minimums (digest, key size) are checked: they follow
     /// forward secrecy, as in ATS.
     package var checksCertificateStrength: Bool { requiresForwardSecrecy }
+    /// Whether Certificate Transparency is enforced (`NSRequiresCertificateTransparency`).
+    package var requiresCertificateTransparency: Bool = false
 
     /// ATS's defaults.
     package static let ats = TransportSecurityRequirements(minimumTLSVersion: .tlsv12, requiresForwardSecrecy: true)
 
-    package init(minimumTLSVersion: TLSProtocolVersion, requiresForwardSecrecy: Bool) {
+    package init(minimumTLSVersion: TLSProtocolVersion, requiresForwardSecrecy: Bool, requiresCertificateTransparency: Bool = false) {
         self.minimumTLSVersion = minimumTLSVersion
         self.requiresForwardSecrecy = requiresForwardSecrecy
+        self.requiresCertificateTransparency = requiresCertificateTransparency
     }
 
     init(_ exception: TransportSecurityException) {
-        self.init(minimumTLSVersion: exception.minimumTLSVersion, requiresForwardSecrecy: exception.requiresForwardSecrecy)
+        self.init(minimumTLSVersion: exception.minimumTLSVersion, requiresForwardSecrecy: exception.requiresForwardSecrecy,
+                  requiresCertificateTransparency: exception.requiresCertificateTransparency)
     }
 
     /// The stricter of the two in each requirement: what holds for every host a connection
     /// might be for.
     func union(_ other: TransportSecurityRequirements) -> TransportSecurityRequirements {
         TransportSecurityRequirements(minimumTLSVersion: max(minimumTLSVersion, other.minimumTLSVersion),
-                                      requiresForwardSecrecy: requiresForwardSecrecy || other.requiresForwardSecrecy)
+                                      requiresForwardSecrecy: requiresForwardSecrecy || other.requiresForwardSecrecy,
+                                      requiresCertificateTransparency: requiresCertificateTransparency || other.requiresCertificateTransparency)
     }
 }

@@ -85,6 +85,7 @@ extension PinningFailure.Reason {
         case .hostNotExpected: "host_not_expected"
         case .issuerPinsNeedChain: "issuer_pins_need_chain"
         case .deniedKey: "denied_key"
+        case .certificateTransparencyNotMet: "certificate_transparency_not_met"
         }
     }
 }

@@ -119,6 +119,19 @@ extension PinStore {
         /// download with `await store.update(mode: .forced)` (from an admin route, say). Set it
         /// after `init`.
         public var refusalUpdateInterval: TimeInterval = 60
+        /// The Certificate Transparency mode of the hosts the signed list's
+        /// `certificateTransparency` section does not name (``CertificateTransparencyMode``).
+        /// Default ``CertificateTransparencyMode/off``: CT needs the team's log list in the signed
+        /// list (<doc:CertificateTransparency>). An ATS exception with
+        /// ``TransportSecurityException/requiresCertificateTransparency`` enforces CT for its
+        /// domain whatever this says. Set it after `init`.
+        public var certificateTransparency: CertificateTransparencyMode = .off
+        /// The CT profile when the signed list names none. Default ``CertificateTransparencyProfile/chrome``.
+        public var certificateTransparencyProfile: CertificateTransparencyProfile = .chrome
+        /// Whether chains that lead to an anchor the app configured (``TrustRoots/anchors(_:includingSystem:)``,
+        /// a private CA) are checked for CT too. Default false: as browsers exempt locally
+        /// trusted roots, such chains are skipped (counted as `skipped`); private CAs do not log.
+        public var certificateTransparencyForPrivateAnchors: Bool = false
 
         /// Creates a configuration; every value after `publicKey` has a default.
         public init(serviceURL: URL,

@@ -124,6 +124,8 @@ public final class PinStore: Sendable {
     let expectedNames: Set<String>?
     /// The pin check's rules, in their order (``PinningRules``).
     let rules: PinningRules
+    /// The Certificate Transparency part of ``rules`` (its caches and metrics).
+    let certificateTransparency: CertificateTransparencyChecker
     /// The ATS transport minimums per host (``Configuration/transportSecurityExceptions``).
     package let transportSecurity: TransportSecurityExceptionTable
     let state: Locked<State>
@@ -165,6 +167,8 @@ public final class PinStore: Sendable {
         var expires: Int64? = nil
         /// The server's per-domain switch: challenge mode only (``DomainsConfig``).
         var domainsConfig: DomainsConfig? = nil
+        /// The signed Certificate Transparency section (``CTLogList``), when a signature covers it.
+        var certificateTransparency: CTLogList? = nil
     }
 
     /// What the store keeps of the list in force: its pins, indexed, and what later updates
@@ -183,6 +187,8 @@ public final class PinStore: Sendable {
         var domainsConfig: DomainsConfig? = nil
         /// The signed whole-list `version`: a lower one is a rollback, an equal one a no-op.
         var version: Int64? = nil
+        /// The signed Certificate Transparency section, re-derived from the body on every load.
+        var certificateTransparency: CTLogList? = nil
     }
 
     /// Creates a store, loading (and re-verifying) any list saved by an earlier run.
@@ -221,7 +227,12 @@ public final class PinStore: Sendable {
         }
         let expectedNames = configuration.expectedCommonNames.map { Set($0.compactMap(HostName.lookupKey)) }
         self.expectedNames = expectedNames
-        self.rules = PinningRules(enforcement: configuration.enforcement, expectedNames: expectedNames, staticPins: staticPins)
+        let certificateTransparency = CertificateTransparencyChecker(
+            configuration: configuration, transportSecurity: transportSecurity, logger: self.logger,
+            metricsFactory: metricsFactory ?? MetricsSystem.factory)
+        self.certificateTransparency = certificateTransparency
+        self.rules = PinningRules(enforcement: configuration.enforcement, expectedNames: expectedNames, staticPins: staticPins,
+                                  certificateTransparency: certificateTransparency)
         // A store file is at most a list body in Base64 plus a little (saturating: `.max` means
         // "no limit" to a caller and must not trap).
         let fileLimit = configuration.maximumListSize > (Int.max - 64 * 1024) / 2 ? Int.max : configuration.maximumListSize * 2 + 64 * 1024
@@ -748,7 +759,8 @@ public final class PinStore: Sendable {
         }
         let list = StoredList(index: PinIndex(entries: entries), timestamp: timestamp,
                               updatedAt: persisted.updatedAt, identity: Self.identity(of: persisted),
-                              domainsConfig: verified.domainsConfig, version: verified.version)
+                              domainsConfig: verified.domainsConfig, version: verified.version,
+                              certificateTransparency: verified.certificateTransparency)
         // The file's date is not signed (and another process may run with a longer interval):
         // never later than this store's own periodic interval.
         var nextUpdate = fromFile

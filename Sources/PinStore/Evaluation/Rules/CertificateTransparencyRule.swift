@@ -1,0 +1,14 @@
+import Foundation
+
+/// Step 1b of ``PinningRules``: a host that asks for Certificate Transparency (the signed
+/// list, the configuration's default or an ATS exception) needs a leaf whose embedded SCTs
+/// comply with the profile. After the trust evaluation and the expected hosts, before any pin,
+/// so a CT refusal is reported as such. Enforced failures are never relaxed; report-only ones
+/// are recorded while the pins still decide.
+struct CertificateTransparencyRule: PinningRule {
+    let checker: CertificateTransparencyChecker
+
+    func check(_ connection: PinningContext) -> PinningRuleResult {
+        checker.check(connection)
+    }
+}
