@@ -22,6 +22,7 @@ struct PinStoreCommand: AsyncParsableCommand {
             FingerprintCommand.self,
             SignCommand.self,
             KeysCommand.self,
+            CertificateTransparencyCommand.self,
             VerifyCommand.self,
             ServeCommand.self,
             ReportsCommand.self,

@@ -45,8 +45,12 @@ package struct FingerprintListSigner: Sendable {
     ///
     /// `version` and `expires` (the whole list's, see the README's "Key documents and list
     /// expiry") need the whole-list signature too, so they need a `timestamp`.
+    ///
+    /// `certificateTransparency` is a section made by ``CertificateTransparencyTools`` (JSON);
+    /// it needs the whole-list signature too.
     package func staticList(_ entries: [FingerprintEntry], timestamp: Int64? = nil,
-                            version: Int64? = nil, expires: Int64? = nil) throws(PinStoreError) -> Data {
+                            version: Int64? = nil, expires: Int64? = nil,
+                            certificateTransparency: Data? = nil) throws(PinStoreError) -> Data {
         var lines: [String] = []
         lines.reserveCapacity(entries.count)
         for entry in entries {
@@ -54,8 +58,8 @@ package struct FingerprintListSigner: Sendable {
             lines.append(Self.entryObject(entry, signature: signature))
         }
         guard let timestamp else {
-            if version != nil || expires != nil || !additionalKeys.isEmpty {
-                throw PinStoreError(.invalidListData, "A list version, expiry or several signing keys need the whole-list signature; sign with a timestamp.")
+            if version != nil || expires != nil || !additionalKeys.isEmpty || certificateTransparency != nil {
+                throw PinStoreError(.invalidListData, "A list version, expiry, Certificate Transparency section or several signing keys need the whole-list signature; sign with a timestamp.")
             }
             // Clients drop key pins that no whole-list signature covers (the per-entry signature
             // does not cover the `pin` member): refuse to make a list that would pin nothing.
@@ -70,6 +74,9 @@ package struct FingerprintListSigner: Sendable {
         if !additionalKeys.isEmpty { members.append("\"\(WholeListSignature.extraMember)\": []") }
         if let version { members.append("\"version\": \(version)") }
         if let expires { members.append("\"expires\": \(expires)") }
+        if let certificateTransparency {
+            members.append("\"certificateTransparency\": \(String(decoding: try CertificateTransparencyTools.checkedSection(certificateTransparency), as: UTF8.self))")
+        }
         members.append("\"timestamp\": \(timestamp)")
         let unsigned = Self.document(members: members, entryLines: lines)
         try Self.checkClientsAccept(unsigned)
@@ -80,11 +87,15 @@ package struct FingerprintListSigner: Sendable {
     /// signatures (the response signature covers the whole body). The body does not depend on
     /// the key, so this is static; sign it per request with ``challengeResponseSignature(challenge:body:)``.
     package static func challengeModeBody(_ entries: [FingerprintEntry], timestamp: Int64,
-                                          version: Int64? = nil, expires: Int64? = nil) throws(PinStoreError) -> Data {
+                                          version: Int64? = nil, expires: Int64? = nil,
+                                          certificateTransparency: Data? = nil) throws(PinStoreError) -> Data {
         let lines = entries.map { entryObject($0, signature: nil) }
         var members: [String] = []
         if let version { members.append("\"version\": \(version)") }
         if let expires { members.append("\"expires\": \(expires)") }
+        if let certificateTransparency {
+            members.append("\"certificateTransparency\": \(String(decoding: try CertificateTransparencyTools.checkedSection(certificateTransparency), as: UTF8.self))")
+        }
         members.append("\"timestamp\": \(timestamp)")
         let json = document(members: members, entryLines: lines)
         try checkClientsAccept(json)
@@ -167,7 +178,8 @@ package struct FingerprintListSigner: Sendable {
 
     private static func checkClientsAccept(_ json: Data) throws(PinStoreError) {
         do {
-            _ = try FingerprintListDocument(body: json)
+            let document = try FingerprintListDocument(body: json)
+            _ = try document.certificateTransparency.map(CTLogList.init)
         } catch {
             throw PinStoreError(error.code, "Refusing to sign a list that clients would reject: \(error.reason)")
         }

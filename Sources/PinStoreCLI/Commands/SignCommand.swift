@@ -81,6 +81,9 @@ struct SignCommand: AsyncParsableCommand {
     @Option(help: "When the whole list stops counting as fresh (Unix seconds or ISO 8601): stores refuse it after that and apply their expired-list policy to its pins.")
     var listExpires: String?
 
+    @Option(help: "A certificateTransparency section (from `pinstore ct convert`) for the list to carry: the CT logs stores check SCTs against, and per-host modes.")
+    var certificateTransparency: String?
+
     @Flag(help: "Pin the public key (SPKI SHA-256) of each --cert and --host leaf instead of the certificate.")
     var spki = false
 
@@ -103,8 +106,8 @@ struct SignCommand: AsyncParsableCommand {
         if name != nil, host.count != 1, ca.isEmpty {
             throw ValidationError("--name names the entry of exactly one --host.")
         }
-        if noListSignature, key.count > 1 || listVersion != nil || listExpires != nil {
-            throw ValidationError("Several --key, --list-version and --list-expires need the whole-list signature.")
+        if noListSignature, key.count > 1 || listVersion != nil || listExpires != nil || certificateTransparency != nil {
+            throw ValidationError("Several --key, --list-version, --list-expires and --certificate-transparency need the whole-list signature.")
         }
         if (spki || !ca.isEmpty), noListSignature {
             throw ValidationError("--spki and --ca need the whole-list signature: PinStore drops key pins that no signature covers.")
@@ -162,12 +165,13 @@ struct SignCommand: AsyncParsableCommand {
         for item in entries where item.expires <= now {
             Console.printError("warning: the entry for \(item.name) expired at \(UnixTime.iso8601(item.expires)); clients will ignore it")
         }
+        let section = try certificateTransparency.map { try InputFiles.data($0, what: "certificateTransparency section") }
         let json: Data
         do {
             let listTimestamp = noListSignature ? nil : try timestamp.map { try UnixTime.parse($0, option: "--timestamp") } ?? now
             let listExpiry = try listExpires.map { try UnixTime.parse($0, option: "--list-expires") }
             json = try FingerprintListSigner(privateKey: signingKeys[0], additionalKeys: Array(signingKeys.dropFirst()))
-                .staticList(entries, timestamp: listTimestamp, version: listVersion, expires: listExpiry)
+                .staticList(entries, timestamp: listTimestamp, version: listVersion, expires: listExpiry, certificateTransparency: section)
         } catch {
             throw CLIError("signing", error)
         }

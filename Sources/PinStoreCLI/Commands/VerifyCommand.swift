@@ -77,11 +77,15 @@ struct VerifyCommand: AsyncParsableCommand {
     }
 
     /// `--warn-days`: lists what expires within the window after `asOf`; status 2 when anything does.
-    private func warnAboutExpiries(_ entries: [FingerprintEntry], listExpires: Int64?, asOf: Int64) throws {
+    private func warnAboutExpiries(_ entries: [FingerprintEntry], listExpires: Int64?, asOf: Int64, body: Data) throws {
+        let ctStale = try certificateTransparencySummary(body)
         guard let warnDays else { return }
         let horizon = asOf + Int64(warnDays) * 86_400
         var soon = entries.filter { $0.expires <= horizon }.map { ("\($0.name) (\($0.fingerprint.base64EncodedString()))", $0.expires) }
         if let listExpires, listExpires <= horizon { soon.append(("the list itself", listExpires)) }
+        if let ctStale, ctStale <= horizon {
+            soon.append(("the Certificate Transparency log list goes stale (stores then fail open)", ctStale))
+        }
         guard !soon.isEmpty else {
             Console.print("nothing expires within \(warnDays) day\(warnDays == 1 ? "" : "s")")
             return
@@ -92,6 +96,21 @@ struct VerifyCommand: AsyncParsableCommand {
         }
         Console.printError("\(soon.count) expir\(soon.count == 1 ? "y" : "ies") within \(warnDays) day\(warnDays == 1 ? "" : "s"): publish renewed pins")
         throw ExitCode(2)
+    }
+
+    /// Prints the list's CT section, if any; returns when its log list goes stale (70 days
+    /// after its timestamp).
+    private func certificateTransparencySummary(_ body: Data) throws -> Int64? {
+        let summary: (timestamp: Int64, logs: Int, profile: String?)?
+        do {
+            summary = try CertificateTransparencyTools.summary(ofList: body)
+        } catch {
+            throw CLIError("\(list): stores would refuse its certificateTransparency section", error)
+        }
+        guard let summary else { return nil }
+        let stale = summary.timestamp + 70 * 86_400
+        Console.print("certificate transparency: \(summary.logs) log\(summary.logs == 1 ? "" : "s"), profile \(summary.profile ?? "per store (chrome by default)"), log list of \(UnixTime.iso8601(summary.timestamp)), stale from \(UnixTime.iso8601(stale))")
+        return stale
     }
 
     func run() async throws {
@@ -168,7 +187,7 @@ struct VerifyCommand: AsyncParsableCommand {
             throw ExitCode.failure
         }
         Console.print("all \(rows.count) entr\(rows.count == 1 ? "y" : "ies") valid as of \(UnixTime.iso8601(asOf))")
-        try warnAboutExpiries(rows.map(\.entry), listExpires: nil, asOf: asOf)
+        try warnAboutExpiries(rows.map(\.entry), listExpires: nil, asOf: asOf, body: body)
     }
 
     /// A static list against a key set, as a store with that set verifies it.
@@ -209,7 +228,7 @@ struct VerifyCommand: AsyncParsableCommand {
             throw ExitCode.failure
         }
         Console.print("all \(rows.count) entr\(rows.count == 1 ? "y" : "ies") valid as of \(UnixTime.iso8601(asOf))")
-        try warnAboutExpiries(verified.entries, listExpires: verified.expires, asOf: asOf)
+        try warnAboutExpiries(verified.entries, listExpires: verified.expires, asOf: asOf, body: body)
     }
 
     private func printTable(_ rows: [(status: String, entry: FingerprintEntry)], asOf: Int64) {

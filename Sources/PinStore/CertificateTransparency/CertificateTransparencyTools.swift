@@ -1,0 +1,207 @@
+import Foundation
+
+/// Certificate Transparency for tools (`pinstore ct`, `pinstore sign`) and tests: the signed
+/// list's section made from a log list in the v3 JSON shape, and a chain's CT status judged
+/// exactly as a store judges it (``EmbeddedSCTs``, ``CTCompliance``).
+package enum CertificateTransparencyTools {
+    /// The `certificateTransparency` section (JSON) from a log list in the v3 shape
+    /// (`log_list.json`: `log_list_timestamp`, `operators[].logs` and `operators[].tiled_logs`,
+    /// each log's `key`, `log_id`, `state`, `temporal_interval`, `previous_operators`).
+    ///
+    /// - Parameters:
+    ///   - signature: The list's detached signature (`log_list.sig`), checked with
+    ///     `signerKey` (a SubjectPublicKeyInfo DER, P-256 or RSA) when both are given.
+    ///   - operators: Keep only these operators' logs (all when empty).
+    ///   - hosts: Per-host modes (`name` → mode) for the section.
+    ///   - profile: The profile the section names, if any.
+    package static func section(fromV3 json: Data, signature: Data? = nil, signerKey: Data? = nil, operators: [String] = [],
+                                hosts: [(String, CertificateTransparencyMode)] = [],
+                                profile: CertificateTransparencyProfile? = nil) throws(PinStoreError) -> Data {
+        if let signerKey {
+            guard let signature else {
+                throw PinStoreError(.invalidListData, "A log list signer key was given without the list's signature (log_list.sig).")
+            }
+            let key = try CTLogKey(spki: signerKey)
+            guard key.verify(signature: signature, over: json) else {
+                throw PinStoreError(.invalidListSignature, "The log list's signature does not verify with the given key; was it downloaded whole, with its own log_list.sig?")
+            }
+        }
+        let v3: V3
+        do {
+            v3 = try JSONDecoder().decode(V3.self, from: json)
+        } catch {
+            throw PinStoreError(.invalidListData, "The log list is not in the v3 shape (log_list_timestamp, operators[].logs): \(error)")
+        }
+        guard let timestamp = parseTime(v3.log_list_timestamp) else {
+            throw PinStoreError(.invalidListData, "log_list_timestamp \(String(reflecting: v3.log_list_timestamp)) is not an RFC 3339 time.")
+        }
+        var logs: [CTLogList.Wire.Log] = []
+        let wanted = Set(operators)
+        for op in v3.operators where wanted.isEmpty || wanted.contains(op.name) {
+            for (log, type) in (op.logs ?? []).map({ ($0, "rfc6962") }) + (op.tiled_logs ?? []).map({ ($0, "static-ct-api") }) {
+                let (state, since) = try stateOf(log)
+                var interval: CTLogList.Wire.Log.Interval?
+                if let temporal = log.temporal_interval {
+                    guard let start = parseTime(temporal.start_inclusive), let end = parseTime(temporal.end_exclusive) else {
+                        throw PinStoreError(.invalidListData, "Log \(log.log_id): temporal_interval is not two RFC 3339 times.")
+                    }
+                    interval = .init(start: start, end: end)
+                }
+                var previous: [CTLogList.Wire.Log.PreviousOperator] = []
+                for item in log.previous_operators ?? [] {
+                    guard let end = parseTime(item.end_time) else {
+                        throw PinStoreError(.invalidListData, "Log \(log.log_id): previous operator end_time is not an RFC 3339 time.")
+                    }
+                    previous.append(.init(name: item.name, endTime: end))
+                }
+                logs.append(CTLogList.Wire.Log(key: log.key, id: log.log_id, operator: op.name, type: type, state: state,
+                                               stateTimestamp: since, temporalInterval: interval,
+                                               previousOperators: previous.isEmpty ? nil : previous))
+            }
+        }
+        if !wanted.isEmpty {
+            let found = Set(v3.operators.map(\.name))
+            for name in wanted.subtracting(found).sorted() {
+                throw PinStoreError(.invalidListData, "The log list has no operator named \(String(reflecting: name)).")
+            }
+        }
+        let wire = CTLogList.Wire(logListTimestamp: timestamp, profile: profile?.rawValue, logs: logs,
+                                  hosts: hosts.isEmpty ? nil : hosts.map { .init(name: $0.0, mode: $0.1.rawValue) })
+        // Read back as a store will: ids recomputed, keys parsed, hosts checked.
+        _ = try CTLogList(wire)
+        return try encode(wire)
+    }
+
+    /// A public key file's SubjectPublicKeyInfo: the DER itself, or the DER of a PEM
+    /// `PUBLIC KEY` block (decoded by OpenSSL).
+    package static func subjectPublicKeyInfo(fromFile data: Data) throws(PinStoreError) -> Data {
+        guard let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN") else { return data }
+        guard let der = PEMDocument.firstBlock(in: text, label: "PUBLIC KEY") else {
+            throw PinStoreError(.invalidPEM, "No intact -----BEGIN PUBLIC KEY----- block was found.")
+        }
+        return der
+    }
+
+    /// Checks a section file (the JSON a list carries) as a store would, returning it compacted.
+    package static func checkedSection(_ json: Data) throws(PinStoreError) -> Data {
+        let wire: CTLogList.Wire
+        do {
+            wire = try JSONDecoder().decode(CTLogList.Wire.self, from: json)
+        } catch {
+            throw PinStoreError(.invalidListData, "The certificateTransparency section is not in the expected shape: \(error)")
+        }
+        _ = try CTLogList(wire)
+        return try encode(wire)
+    }
+
+    /// What the section of a list says, for `pinstore verify`: the log list's timestamp and
+    /// the number of logs; nil without a section.
+    package static func summary(ofList body: Data) throws(PinStoreError) -> (timestamp: Int64, logs: Int, profile: String?)? {
+        guard let wire = try FingerprintListDocument(body: body).certificateTransparency else { return nil }
+        let list = try CTLogList(wire)
+        return (list.timestamp, list.logs.count, list.profile?.rawValue)
+    }
+
+    /// One line per SCT of `chain`'s leaf (DER, leaf first, the issuer next), and the verdict
+    /// of `profile` (or the section's) at `now`: what a store would decide for a host in
+    /// enforce mode.
+    package static func status(chain: [Data], section: Data, profile: CertificateTransparencyProfile? = nil,
+                               now: Date = Date()) throws(PinStoreError) -> (lines: [String], compliant: Bool) {
+        let list = try CTLogList(try JSONDecoder().decodeSection(section))
+        guard chain.count >= 2 else {
+            throw PinStoreError(.noCertificate, "The chain has no issuer certificate after the leaf; the SCTs are signed over the issuer's key. Give the leaf and its issuer.")
+        }
+        let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
+        let evidence: EmbeddedSCTEvidence
+        do {
+            evidence = try EmbeddedSCTs.check(leaf: chain[0], issuer: chain[1], logKey: { list.logs[$0]?.key },
+                                              nowMilliseconds: UInt64(clamping: seconds) &* 1000)
+        } catch {
+            return (["the leaf's SCT list cannot be read: \(error)"], false)
+        }
+        var lines: [String] = []
+        for check in evidence.checks {
+            let id = check.sct.logID.base64EncodedString()
+            let log = Digest32(check.sct.logID).flatMap { list.logs[$0] }
+            let at = UnixTime.iso8601Milliseconds(check.sct.timestamp)
+            lines.append("SCT from \(id) (\(log.map { "\($0.operatorName), \($0.kind.rawValue), \($0.state.name)" } ?? "not in the list")) at \(at): \(check.status)")
+        }
+        if evidence.checks.isEmpty { lines.append("the leaf carries no embedded SCTs") }
+        if list.isStale(at: seconds) {
+            lines.append("note: the log list is \((seconds - list.timestamp) / 86_400) days old; stores fail open past 70 days")
+        }
+        let judged = profile ?? list.profile ?? .chrome
+        if let violation = CTCompliance.violation(of: judged, evidence: evidence, logs: list, now: seconds) {
+            lines.append("\(judged.rawValue) profile: NOT compliant: \(violation)")
+            return (lines, false)
+        }
+        lines.append("\(judged.rawValue) profile: compliant")
+        return (lines, true)
+    }
+
+    private static func encode(_ wire: CTLogList.Wire) throws(PinStoreError) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            return try encoder.encode(wire)
+        } catch {
+            throw PinStoreError(.invalidListData, "The section could not be encoded: \(error)")
+        }
+    }
+
+    private static func stateOf(_ log: V3.Log) throws(PinStoreError) -> (String, Int64?) {
+        // One member names the state (`usable`, `retired`, ...), with the time it began.
+        // A log without a state (or with several) is carried as a state no store counts.
+        guard let state = log.state, let (name, value) = state.first, state.count == 1 else {
+            return ("unknown", nil)
+        }
+        return (name, value.timestamp.flatMap(parseTime))
+    }
+
+    /// RFC 3339, with or without fractional seconds.
+    static func parseTime(_ text: String) -> Int64? {
+        let formatter = ISO8601DateFormatter()
+        if let date = formatter.date(from: text) { return Int64(date.timeIntervalSince1970) }
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.date(from: text).map { Int64($0.timeIntervalSince1970) }
+    }
+
+    /// The v3 log list, as far as the section needs it (unknown members ignored).
+    private struct V3: Decodable {
+        struct Operator: Decodable {
+            let name: String
+            let logs: [Log]?
+            let tiled_logs: [Log]?
+        }
+        struct Log: Decodable {
+            struct Interval: Decodable { let start_inclusive: String; let end_exclusive: String }
+            struct StateValue: Decodable { let timestamp: String? }
+            struct Previous: Decodable { let name: String; let end_time: String }
+            let log_id: String
+            let key: String
+            let state: [String: StateValue]?
+            let temporal_interval: Interval?
+            let previous_operators: [Previous]?
+        }
+        let log_list_timestamp: String
+        let operators: [Operator]
+    }
+}
+
+private extension JSONDecoder {
+    func decodeSection(_ data: Data) throws(PinStoreError) -> CTLogList.Wire {
+        do {
+            return try decode(CTLogList.Wire.self, from: data)
+        } catch {
+            throw PinStoreError(.invalidListData, "The certificateTransparency section is not in the expected shape: \(error)")
+        }
+    }
+}
+
+private enum UnixTime {
+    static func iso8601Milliseconds(_ milliseconds: UInt64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+}
