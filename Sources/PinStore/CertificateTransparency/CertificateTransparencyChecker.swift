@@ -27,6 +27,10 @@ final class CertificateTransparencyChecker: Sendable {
     private let verdicts = Locked<[VerdictKey: Verdict]>([:])
     /// When the fail-open line was last logged (Unix seconds).
     private let lastFailOpenLog = Locked<Int64?>(nil)
+    /// When the ageing warning was last logged (Unix seconds).
+    private let lastAgeingLog = Locked<Int64?>(nil)
+    /// How long before the log list goes stale the ageing warning starts.
+    static let ageingWarning: Int64 = 14 * 86_400
 
     /// How long a verdict stands without the list changing: an SCT stamped in the future, or
     /// a leaf that expires, is judged again within this time.
@@ -105,6 +109,7 @@ final class CertificateTransparencyChecker: Sendable {
             return .meetsRule
         }
         metrics.logListAge.record(max(0, connection.now - logs.timestamp))
+        noteAgeing(logs, now: connection.now)
         guard chain.count >= 2 else {
             metrics.record(.unverifiable)
             return result(CertificateTransparencyViolation(problem: .noIssuer, detail: ""), mode: mode)
@@ -159,6 +164,20 @@ final class CertificateTransparencyChecker: Sendable {
         let why = list.map { "its log list is \((now - $0.timestamp) / 86_400) days old (CT is enforced for 70 days after it)" }
             ?? "the signed list in force carries no certificateTransparency section"
         logger.warning("Certificate Transparency fails open (\(host) and every host that asks for CT): \(why). Publish a list with a fresh log list.")
+    }
+
+    /// Two weeks before the log list goes stale, one warning a day: publish a fresh one before
+    /// CT fails open.
+    private func noteAgeing(_ logs: CTLogList, now: Int64) {
+        let staleAt = logs.timestamp &+ CTLogList.freshnessWindow
+        guard staleAt - now < Self.ageingWarning else { return }
+        let due = lastAgeingLog.withLock { last in
+            guard last.map({ now - $0 >= 86_400 || now < $0 }) ?? true else { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
+        logger.warning("The signed list's Certificate Transparency log list goes stale in \((staleAt - now) / 86_400) days; CT then fails open. Publish a list with a fresh log list.")
     }
 
     /// What one CT check ended in: the `outcome` of `pinstore_ct_checks_total`.
