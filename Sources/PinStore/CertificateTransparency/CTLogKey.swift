@@ -4,9 +4,9 @@ internal import COpenSSL
 /// The public key of one Certificate Transparency log, parsed once and kept for every SCT the
 /// log signed.
 ///
-/// RFC 6962 §2.1.4 allows two kinds of log key: ECDSA on NIST P-256 and RSA; logs in use have
-/// RSA keys of at least 2048 bits (OpenSSL's `SCT_MIN_RSA_BITS` says the same), so shorter RSA keys and any other
-/// algorithm or curve are refused here rather than at every handshake.
+/// RFC 6962 §2.1.4 allows two kinds of log key: ECDSA on NIST P-256, and RSA (PKCS#1 v1.5 with
+/// SHA-256) of at least 2048 bits (OpenSSL's `SCT_MIN_RSA_BITS`). Anything else is refused here,
+/// once, rather than found out at every handshake.
 ///
 /// The caller builds one per log when a log list is accepted and reuses it: parsing a key costs
 /// more than the signature check it serves.
