@@ -139,7 +139,8 @@ let package = Package(
         .testTarget(
             name: "PinStoreTests",
             dependencies: [
-                "PinStore", "PinStoreDevServer", "CPinStoreTestSupport", "PinStoreTestSupport",
+                // PinStoreTesting: the test CT log (embedded SCTs made through OpenSSL).
+                "PinStore", "PinStoreDevServer", "CPinStoreTestSupport", "PinStoreTestSupport", "PinStoreTesting",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -18,6 +18,8 @@ let package = Package(
                 .product(name: "PinStore", package: "PinStore"),
                 .product(name: "PinStoreNIO", package: "PinStore"),
                 .product(name: "PinStoreAsyncHTTPClient", package: "PinStore"),
+                // The test CT log and CA (CertificateTransparencyBenchmark.swift).
+                .product(name: "PinStoreTesting", package: "PinStore"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=Fuzz/corpus
 rm -rf "$corpus"
-mkdir -p "$corpus"/{list,public-key,certificate,store-file,host-name,info-plist,network-security-config}
+mkdir -p "$corpus"/{list,public-key,certificate,store-file,host-name,info-plist,network-security-config,sct-list}
 
 cp Fixtures/lists/*.json "$corpus/list/"
 # The layout `pinstore sign` writes for a whole-list signature (values left empty: the
@@ -70,4 +70,11 @@ cat > "$corpus/network-security-config/nested-before-pin-set.xml" <<XML
     </domain-config>
 </network-security-config>
 XML
+# The SCT list parser: the list of a leaf the test kit issues (SCTs from a P-256, an RSA-2048
+# and a static-ct-api log, made through OpenSSL), written by the parsing test that checks it,
+# and a few damaged lists (RFC 6962 §3.3 layout: a 2-byte list length, then 2-byte SCT lengths).
+PINSTORE_CT_SEED_DIRECTORY="$PWD/$corpus/sct-list" swift test --filter listFromGeneratedLeafParsesToItsSCTs >&2
+printf '\x00\x30\x00\x2e' > "$corpus/sct-list/truncated"
+printf '\x00\x04\x00\x02\x01\x00' > "$corpus/sct-list/version-2"
+printf '\x00\x00' > "$corpus/sct-list/empty"
 echo "seed corpus written to $corpus"

@@ -4,6 +4,7 @@
 #include <openssl/bio.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/ct.h>
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
 #include <openssl/err.h>

@@ -27,6 +27,14 @@ EVP_PKEY *CPinStoreShims_EVP_PKEY_generate_ec(const char *curveName) { return EV
 int CPinStoreShims_EVP_PKEY_PUBLIC_KEY(void) { return EVP_PKEY_PUBLIC_KEY; }
 unsigned long CPinStoreShims_XN_FLAG_RFC2253_UTF8(void) { return XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB; }
 
+STACK_OF(SCT) *CPinStoreShims_sk_SCT_new_null(void) { return sk_SCT_new_null(); }
+int CPinStoreShims_sk_SCT_push(STACK_OF(SCT) *stack, SCT *sct) { return sk_SCT_push(stack, sct); }
+int CPinStoreShims_sk_SCT_num(const STACK_OF(SCT) *stack) { return sk_SCT_num(stack); }
+SCT *CPinStoreShims_sk_SCT_value(const STACK_OF(SCT) *stack, int index) { return sk_SCT_value(stack, index); }
+void CPinStoreShims_sk_SCT_pop_free(STACK_OF(SCT) *stack) { sk_SCT_pop_free(stack, SCT_free); }
+
+EVP_PKEY *CPinStoreShims_EVP_PKEY_generate_rsa(unsigned int bits) { return EVP_RSA_gen(bits); }
+
 void CPinStoreShims_malloc_trim(void) {
 #if defined(__GLIBC__)
     malloc_trim(0);

@@ -56,7 +56,9 @@ public struct TestPKI: Sendable {
     /// The genuine root only: what a client trusts when it trusts this PKI.
     public var trustRoots: TrustRoots { .anchors([root]) }
 
-    private let issuer: Authority
+    /// The intermediate as a CA that can issue more leaves (``issueLeaf(for:validity:)``, and
+    /// leaves with embedded SCTs).
+    let issuer: Authority
 
     /// Makes a root, an intermediate, a leaf for `hosts` and an impostor.
     ///
@@ -158,6 +160,13 @@ final class Authority: @unchecked Sendable {
     /// A TLS server leaf for `names` (the first is also the common name).
     func issueLeaf(names: [String], validity: DateInterval) throws(PinStoreTestingError) -> TestIdentity {
         let key = try CertificateKey()
+        let builder = try leafBuilder(names: names, validity: validity, key: key)
+        try builder.sign(with: self.key)
+        return try identity(builder, key: key)
+    }
+
+    /// A TLS server leaf for `names`, every extension set, not yet signed.
+    func leafBuilder(names: [String], validity: DateInterval, key: CertificateKey) throws(PinStoreTestingError) -> OwnedCertificate {
         let builder = try issued(commonName: names[0], validity: validity, key: key)
         let issuer = try OwnedCertificate(der: certificate.derRepresentation)
         try builder.addExtension(NID_basic_constraints, "critical,CA:FALSE", issuer: issuer)
@@ -166,7 +175,11 @@ final class Authority: @unchecked Sendable {
         try builder.addExtension(NID_subject_alt_name, names.map { "DNS:\($0)" }.joined(separator: ","), issuer: issuer)
         try builder.addExtension(NID_subject_key_identifier, "hash", issuer: issuer)
         try builder.addExtension(NID_authority_key_identifier, "keyid:always", issuer: issuer)
-        try builder.sign(with: self.key)
+        return builder
+    }
+
+    /// The signed leaf in `builder`, with its chain and `key`, as a server presents it.
+    func identity(_ builder: OwnedCertificate, key: CertificateKey) throws(PinStoreTestingError) -> TestIdentity {
         let leaf = try Self.parse(builder)
         return TestIdentity(certificate: leaf,
                             chain: isPresented ? [leaf, certificate] : [leaf],

@@ -11,6 +11,7 @@ import Glibc
 //   swift run -c release --package-path Benchmarks ats        ATS certificate minimums in a pinning decision only
 //   swift run -c release --package-path Benchmarks reports    what a reportURI adds to a refused connection
 //   swift run -c release --package-path Benchmarks keysets    a 2-of-3 key set versus one key on a 1,000-entry list
+//   swift run -c release --package-path Benchmarks ct         the CT check of a new chain (2 SCTs) versus 2 bare P-256 verifies
 //   swift run -c release --package-path Benchmarks memory N   (internal) peak RSS of an N-entry store
 //   sudo Benchmarks/.build/release/PinStoreBenchmarks session          URLSession/AsyncHTTPClient against nginx
 //   sudo Benchmarks/.build/release/PinStoreBenchmarks session-first N  first request of a process, N processes a phase
@@ -202,6 +203,13 @@ if arguments.count == 2, arguments[1] == "keysets" {
     exit(0)
 }
 
+// Issue 26 (CertificateTransparencyBenchmark.swift): `ct` runs only the embedded SCT check rows.
+if arguments.count == 2, arguments[1] == "ct" {
+    print("PinStore Certificate Transparency benchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
+    printTable(try certificateTransparencyBenchmarkRows())
+    exit(0)
+}
+
 // Issue 12 (ReportBenchmark.swift): `reports` runs only the pin-failure report rows.
 if arguments.count == 2, arguments[1] == "reports" {
     printTable(try reportBenchmarkRows())
@@ -374,6 +382,9 @@ if let memory = childMemory(100_000) {
 
 // 5a. A 2-of-3 key set versus one key on a 1,000-entry list (KeySetBenchmark.swift).
 rows += try keySetBenchmarkRows()
+
+// 5a'. The CT check of a new chain with two SCTs versus two bare P-256 verifies (CertificateTransparencyBenchmark.swift).
+rows += try certificateTransparencyBenchmarkRows()
 
 // 5b. What a reportURI adds to a refused connection (ReportBenchmark.swift).
 rows += try reportBenchmarkRows()

@@ -17,6 +17,8 @@ enum FuzzTarget: String, CaseIterable {
     case infoPlist = "info-plist"
     /// The Android `network_security_config.xml` importer.
     case networkSecurityConfig = "network-security-config"
+    /// The embedded SCT list parser (Certificate Transparency), on the raw TLS-encoded list.
+    case sctList = "sct-list"
 
     static let current: FuzzTarget = {
         let name = ProcessInfo.processInfo.environment["FUZZ_TARGET"] ?? ""
@@ -63,6 +65,8 @@ enum FuzzTarget: String, CaseIterable {
             _ = try? PinPolicyImport.transportSecurityExceptions(infoPlist: data)
         case .networkSecurityConfig:
             if let policies = try? PinPolicyImport.networkSecurityConfig(data) { Self.checkImported(policies) }
+        case .sctList:
+            FuzzEntryPoints.sctList(data)
         }
     }
 

@@ -10,6 +10,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <openssl/bio.h>
+#include <openssl/ct.h>
 
 /// `OPENSSL_free` is a macro.
 void CPinStoreShims_OPENSSL_free(void *pointer);
@@ -44,6 +45,17 @@ int CPinStoreShims_EVP_PKEY_PUBLIC_KEY(void);
 
 /// `XN_FLAG_RFC2253` without escaping of UTF-8 bytes, so names print as readable UTF-8.
 unsigned long CPinStoreShims_XN_FLAG_RFC2253_UTF8(void);
+
+/// `STACK_OF(SCT)` helpers (macros in OpenSSL 3), for the embedded SCT list of a certificate.
+STACK_OF(SCT) *CPinStoreShims_sk_SCT_new_null(void);
+int CPinStoreShims_sk_SCT_push(STACK_OF(SCT) *stack, SCT *sct);
+int CPinStoreShims_sk_SCT_num(const STACK_OF(SCT) *stack);
+SCT *CPinStoreShims_sk_SCT_value(const STACK_OF(SCT) *stack, int index);
+/// Frees the stack and every SCT in it.
+void CPinStoreShims_sk_SCT_pop_free(STACK_OF(SCT) *stack);
+
+/// `EVP_RSA_gen` is a macro over the variadic `EVP_PKEY_Q_keygen`: a fresh RSA key of `bits` bits.
+EVP_PKEY *CPinStoreShims_EVP_PKEY_generate_rsa(unsigned int bits);
 
 /// glibc's `malloc_trim(0)` (not in Swift's Glibc module): hands free heap pages back to the
 /// system. Does nothing where the C library has no such call.

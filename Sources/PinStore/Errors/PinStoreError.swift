@@ -85,6 +85,12 @@ public struct PinStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         /// ``PinStore/UpdateResult/invalidData``.
         public static let expired = Code("expired")
 
+        // MARK: Certificate Transparency
+        /// A Certificate Transparency log key is of a kind RFC 6962 logs cannot have: an
+        /// elliptic-curve key on a curve other than P-256, RSA below 2048 bits, or another
+        /// algorithm.
+        public static let ctLogKeyUnsupported = Code("ctLogKeyUnsupported")
+
         // MARK: OpenSSL
         /// OpenSSL failed in a way the input does not explain (out of memory, missing algorithm).
         public static let openSSLFailure = Code("openSSLFailure")

@@ -35,6 +35,18 @@ public enum FuzzEntryPoints {
         _ = HostName.normalized(name)
     }
 
+    /// The SCT list parser (``EmbeddedSCTs/parseList(_:)``), on bytes as a certificate's SCT
+    /// list extension holds them inside its OCTET STRING, with every field read back and the
+    /// signed struct built as a check would.
+    public static func sctList(_ data: Data) {
+        guard let timestamps = try? EmbeddedSCTs.parseList(data) else { return }
+        for sct in timestamps {
+            _ = (Digest32(sct.logID), sct.signatureNID)
+            _ = PrecertificateSignatureInput.bytes(timestamp: sct.timestamp, issuerKeyHash: Data(count: 32),
+                                                   tbsCertificate: data, extensions: sct.extensions)
+        }
+    }
+
     /// The store file loader: `data` as the content of a real store file in `directory`, read
     /// by ``PersistentListFile`` and verified as a store does at start-up.
     public static func storeFile(_ data: Data, directory: URL) {

@@ -48,8 +48,47 @@ final class CertificateKey: @unchecked Sendable {
         pointer = key
     }
 
+    /// A fresh RSA key of `bits` bits from OpenSSL's generator (for test CT logs: RFC 6962 logs
+    /// may sign with RSA).
+    init(rsaBits bits: UInt32) throws(PinStoreTestingError) {
+        guard let key = CPinStoreShims_EVP_PKEY_generate_rsa(bits) else {
+            throw OpenSSLErrors.error("generate a \(bits)-bit RSA key")
+        }
+        pointer = key
+    }
+
     deinit {
         EVP_PKEY_free(pointer)
+    }
+
+    /// The public key as a DER SubjectPublicKeyInfo.
+    func subjectPublicKeyInfo() throws(PinStoreTestingError) -> Data {
+        var out: UnsafeMutablePointer<UInt8>? = nil
+        let length = i2d_PUBKEY(pointer, &out)
+        guard length > 0, let out else { throw OpenSSLErrors.error("encode a public key as DER") }
+        defer { CPinStoreShims_OPENSSL_free(out) }
+        return Data(bytes: out, count: Int(length))
+    }
+
+    /// A SHA-256 signature of `message`: DER ECDSA for an EC key, PKCS#1 v1.5 for RSA (OpenSSL's
+    /// defaults, and what RFC 6962 logs produce).
+    func signature(for message: Data) throws(PinStoreTestingError) -> Data {
+        guard let context = EVP_MD_CTX_new() else { throw OpenSSLErrors.error("allocate a signing context") }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, pointer) == 1 else {
+            throw OpenSSLErrors.error("start a SHA-256 signature")
+        }
+        var length = 0
+        let sized = message.withUnsafeBytes { raw in
+            EVP_DigestSign(context, nil, &length, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), raw.count)
+        }
+        guard sized == 1 else { throw OpenSSLErrors.error("size a signature") }
+        var signature = [UInt8](repeating: 0, count: length)
+        let signed = message.withUnsafeBytes { raw in
+            EVP_DigestSign(context, &signature, &length, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), raw.count)
+        }
+        guard signed == 1 else { throw OpenSSLErrors.error("sign a message") }
+        return Data(signature.prefix(length))
     }
 
     /// The private key as unencrypted PKCS#8 PEM (what TLS servers load).
@@ -142,6 +181,56 @@ final class OwnedCertificate {
         }
     }
 
+    /// Removes the first extension `nid` (the precertificate poison, once the logs have signed).
+    func deleteExtension(_ nid: Int32) throws(PinStoreTestingError) {
+        let index = X509_get_ext_by_NID(pointer, nid, -1)
+        guard index >= 0, let removed = X509_delete_ext(pointer, index) else {
+            throw OpenSSLErrors.error("remove the extension \(Self.shortName(nid))")
+        }
+        X509_EXTENSION_free(removed)
+    }
+
+    /// The TBSCertificate as it is now, re-encoded (`i2d_re_X509_tbs`, so a removed extension
+    /// is gone from it): what a CT log signs for a precertificate once its poison is removed.
+    func reencodedTBS() throws(PinStoreTestingError) -> Data {
+        var out: UnsafeMutablePointer<UInt8>? = nil
+        let length = i2d_re_X509_tbs(pointer, &out)
+        guard length > 0, let out else { throw OpenSSLErrors.error("re-encode the TBSCertificate") }
+        defer { CPinStoreShims_OPENSSL_free(out) }
+        return Data(bytes: out, count: Int(length))
+    }
+
+    /// Appends `list` as the embedded SCT list extension (OpenSSL encodes it), even when the
+    /// certificate already has one (for the duplicated-extension test).
+    func addSCTList(_ list: OwnedSCTList) throws(PinStoreTestingError) {
+        guard X509_add1_ext_i2d(pointer, NID_ct_precert_scts, UnsafeMutableRawPointer(list.pointer), 0, UInt(X509V3_ADD_APPEND)) == 1 else {
+            throw OpenSSLErrors.error("add the embedded SCT list")
+        }
+    }
+
+    /// Appends a copy of `other`'s first extension `nid`.
+    func copyExtension(_ nid: Int32, from other: OwnedCertificate) throws(PinStoreTestingError) {
+        let index = X509_get_ext_by_NID(other.pointer, nid, -1)
+        guard index >= 0, let found = X509_get_ext(other.pointer, index), X509_add_ext(pointer, found, -1) == 1 else {
+            throw OpenSSLErrors.error("copy the extension \(Self.shortName(nid)) from another certificate")
+        }
+    }
+
+    /// Appends extension `nid` with `value` as its extnValue, unchecked (for malformed-input tests).
+    func addRawExtension(_ nid: Int32, value: Data) throws(PinStoreTestingError) {
+        guard let octets = ASN1_OCTET_STRING_new() else { throw OpenSSLErrors.error("allocate an OCTET STRING") }
+        defer { ASN1_OCTET_STRING_free(octets) }
+        let set = value.withUnsafeBytes { raw in
+            ASN1_OCTET_STRING_set(octets, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(clamping: raw.count))
+        }
+        guard set == 1, let made = X509_EXTENSION_create_by_NID(nil, nid, 0, octets) else {
+            throw OpenSSLErrors.error("make a raw \(Self.shortName(nid)) extension")
+        }
+        let certificateExtension = OwnedExtension(taking: made)
+        let added = withExtendedLifetime(certificateExtension) { X509_add_ext(pointer, certificateExtension.pointer, -1) }
+        guard added == 1 else { throw OpenSSLErrors.error("add a raw \(Self.shortName(nid)) extension") }
+    }
+
     /// OpenSSL's short name of the extension `nid`, for messages.
     private static func shortName(_ nid: Int32) -> String {
         OBJ_nid2sn(nid).map { String(cString: $0) } ?? "NID \(nid)"
@@ -180,5 +269,38 @@ final class OwnedExtension {
 
     deinit {
         X509_EXTENSION_free(pointer)
+    }
+}
+
+/// Owns one `STACK_OF(SCT)` being built for a test certificate, and frees it (with its SCTs)
+/// with the object.
+final class OwnedSCTList {
+    let pointer: OpaquePointer
+
+    /// An empty list.
+    init() throws(PinStoreTestingError) {
+        guard let list = CPinStoreShims_sk_SCT_new_null() else { throw OpenSSLErrors.error("allocate an SCT list") }
+        pointer = list
+    }
+
+    deinit {
+        CPinStoreShims_sk_SCT_pop_free(pointer)
+    }
+
+    /// Appends a v1 precertificate SCT made with OpenSSL's setters.
+    func append(logID: Data, timestamp: UInt64, extensions: Data, signatureNID: Int32, signature: Data) throws(PinStoreTestingError) {
+        guard let sct = SCT_new() else { throw OpenSSLErrors.error("allocate an SCT") }
+        var ok = SCT_set_version(sct, SCT_VERSION_V1) == 1 && SCT_set_log_entry_type(sct, CT_LOG_ENTRY_TYPE_PRECERT) == 1
+        ok = ok && logID.withUnsafeBytes { SCT_set1_log_id(sct, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count) == 1 }
+        SCT_set_timestamp(sct, timestamp)
+        if ok, !extensions.isEmpty {
+            ok = extensions.withUnsafeBytes { SCT_set1_extensions(sct, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count) == 1 }
+        }
+        ok = ok && SCT_set_signature_nid(sct, signatureNID) == 1
+        ok = ok && signature.withUnsafeBytes { SCT_set1_signature(sct, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count) == 1 }
+        guard ok, CPinStoreShims_sk_SCT_push(pointer, sct) > 0 else {
+            SCT_free(sct)
+            throw OpenSSLErrors.error("fill in an SCT")
+        }
     }
 }
