@@ -82,7 +82,8 @@ public final class TestListServer: Sendable {
     }
 
     private static func responder(for list: TestPinList, signingKey: TestListSigningKey, mode: TestListMode) throws(PinStoreError) -> ListServerResponder {
-        let stamped = TestPinList(entries: list.entries, timestamp: list.timestamp ?? TestListSigningKey.nextTimestamp())
+        var stamped = list
+        stamped.timestamp = list.timestamp ?? TestListSigningKey.nextTimestamp()
         switch mode {
         case .staticList:
             return ListResponders.staticList(try signingKey.signedStaticList(stamped))

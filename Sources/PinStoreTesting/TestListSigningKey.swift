@@ -24,6 +24,8 @@ public struct TestPinList: Sendable, Hashable {
     /// The list's `timestamp` (Unix seconds); nil picks one when the list is signed, later than
     /// any picked before in this process, so each published list is newer than the last.
     public var timestamp: Int64?
+    /// The Certificate Transparency section the list carries, if any.
+    public var certificateTransparency: TestCTLogList?
 
     /// A list of these entries (fingerprints of any kind, names of your choice).
     public init(entries: [FingerprintEntry], timestamp: Int64? = nil) {
@@ -72,13 +74,15 @@ public struct TestListSigningKey: Sendable {
     /// A static-mode list body: every entry signed, plus the whole-list signature over the body
     /// and its `timestamp`.
     public func signedStaticList(_ list: TestPinList) throws(PinStoreError) -> Data {
-        try FingerprintListSigner(privateKey: privateKey).staticList(list.entries, timestamp: list.timestamp ?? Self.nextTimestamp())
+        try FingerprintListSigner(privateKey: privateKey).staticList(list.entries, timestamp: list.timestamp ?? Self.nextTimestamp(),
+                                                                     certificateTransparency: try list.certificateTransparency?.json())
     }
 
     /// A challenge-mode response to `challenge` (the `X-Cert-Pinning-Challenge` value the client
     /// sent): the body, and the `X-Cert-Pinning-Signature` value over challenge and body.
     public func challengeResponse(_ list: TestPinList, challenge: String) throws(PinStoreError) -> (body: Data, signature: String) {
-        let body = try FingerprintListSigner.challengeModeBody(list.entries, timestamp: list.timestamp ?? Self.nextTimestamp())
+        let body = try FingerprintListSigner.challengeModeBody(list.entries, timestamp: list.timestamp ?? Self.nextTimestamp(),
+                                                               certificateTransparency: try list.certificateTransparency?.json())
         return (body, try FingerprintListSigner(privateKey: privateKey).challengeResponseSignature(challenge: challenge, body: body))
     }
 

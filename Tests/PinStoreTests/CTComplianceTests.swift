@@ -31,7 +31,7 @@ import Testing
     static let notBefore: Int64 = 1_780_000_000
 
     static func check(_ id: Digest32, at timestamp: UInt64 = issued, _ status: SCTStatus = .verified) -> SCTCheck {
-        SCTCheck(sct: SignedCertificateTimestamp(version: 0, logID: id.data, timestamp: timestamp, extensions: Data(), signature: Data()),
+        SCTCheck(sct: SignedCertificateTimestamp(logID: id.data, timestamp: timestamp),
                  status: status)
     }
 

@@ -72,6 +72,45 @@ package enum CertificateTransparencyTools {
         return try encode(wire)
     }
 
+    /// One log of a section made by ``section(timestamp:profile:logs:hosts:)``.
+    package struct Log: Sendable, Hashable {
+        package let subjectPublicKeyInfo: Data
+        package let operatorName: String
+        package let staticCTAPI: Bool
+        package let state: String
+        package let stateTimestamp: Int64?
+        package let temporalInterval: ClosedRange<Int64>?
+
+        package init(subjectPublicKeyInfo: Data, operatorName: String, staticCTAPI: Bool = false, state: String = "usable",
+                     stateTimestamp: Int64? = nil, temporalInterval: ClosedRange<Int64>? = nil) {
+            self.subjectPublicKeyInfo = subjectPublicKeyInfo
+            self.operatorName = operatorName
+            self.staticCTAPI = staticCTAPI
+            self.state = state
+            self.stateTimestamp = stateTimestamp
+            self.temporalInterval = temporalInterval
+        }
+    }
+
+    /// A section naming `logs` (ids computed from their keys) and `hosts`' modes, read back as
+    /// a store reads it before it is returned.
+    package static func section(timestamp: Int64, profile: CertificateTransparencyProfile? = nil, logs: [Log],
+                                hosts: [(String, CertificateTransparencyMode)] = []) throws(PinStoreError) -> Data {
+        let wire = CTLogList.Wire(
+            logListTimestamp: timestamp, profile: profile?.rawValue,
+            logs: logs.map { log in
+                CTLogList.Wire.Log(key: log.subjectPublicKeyInfo.base64EncodedString(),
+                                   id: SHA256Digest.hash(log.subjectPublicKeyInfo).base64EncodedString(),
+                                   operator: log.operatorName, type: log.staticCTAPI ? "static-ct-api" : "rfc6962", state: log.state,
+                                   stateTimestamp: log.stateTimestamp,
+                                   temporalInterval: log.temporalInterval.map { .init(start: $0.lowerBound, end: $0.upperBound) },
+                                   previousOperators: nil)
+            },
+            hosts: hosts.isEmpty ? nil : hosts.map { .init(name: $0.0, mode: $0.1.rawValue) })
+        _ = try CTLogList(wire)
+        return try encode(wire)
+    }
+
     /// A public key file's SubjectPublicKeyInfo: the DER itself, or the DER of a PEM
     /// `PUBLIC KEY` block (decoded by OpenSSL).
     package static func subjectPublicKeyInfo(fromFile data: Data) throws(PinStoreError) -> Data {

@@ -26,6 +26,18 @@ struct SignedCertificateTimestamp: Sendable, Equatable {
     /// The version number of RFC 6962 v1 SCTs.
     static let v1: UInt8 = 0
 
+    /// An SCT from its fields (tests of the profiles, which judge SCTs already checked).
+    init(version: UInt8 = 0, logID: Data, timestamp: UInt64, extensions: Data = Data(), hashAlgorithm: UInt8 = 4,
+         signatureAlgorithm: UInt8 = 3, signature: Data = Data()) {
+        self.version = version
+        self.logID = logID
+        self.timestamp = timestamp
+        self.extensions = extensions
+        self.hashAlgorithm = hashAlgorithm
+        self.signatureAlgorithm = signatureAlgorithm
+        self.signature = signature
+    }
+
     /// Reads an SCT through OpenSSL's getters. The pointer is only borrowed.
     init(reading sct: OpaquePointer) {
         let version = SCT_get_version(sct)
