@@ -195,7 +195,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinStoreCLITests",
-            dependencies: ["PinStore", "PinStoreDevServer", "PinStoreTestSupport"]
+            dependencies: ["PinStore", "PinStoreDevServer", "PinStoreTestSupport", "PinStoreTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

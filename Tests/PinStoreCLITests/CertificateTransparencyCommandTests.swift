@@ -1,5 +1,6 @@
 import Foundation
 import PinStoreTestSupport
+import PinStoreTesting
 import Testing
 @testable import PinStore
 
@@ -123,5 +124,37 @@ struct CertificateTransparencyCommandTests {
         // The log list of 2026-11-20 goes stale on 2027-01-29, within 70 days of 2026-11-24.
         #expect(verify.status == 2)
         #expect(verify.stderr.contains("Certificate Transparency log list goes stale"))
+    }
+}
+
+/// `pinstore ct status`: a chain's SCTs, per SCT, and the verdict stores would reach.
+@Suite struct CertificateTransparencyStatusCommandTests {
+    /// A chain file (leaf, then its issuer) and a section naming two logs of two operators.
+    static func files(sctCount: Int) throws -> (chain: String, section: String) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-ct-status-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let pki = try TestPKI(hosts: ["api.example.test"])
+        let logs = [try TestCTLog(), try TestCTLog(keyType: .rsa2048)]
+        let leaf = try pki.issueLeaf(for: ["api.example.test"], embedding: logs.prefix(sctCount).map { TestSCT(log: $0) })
+        let chain = directory.appendingPathComponent("chain.pem")
+        try Data(leaf.certificateChainPEM.utf8).write(to: chain)
+        let section = directory.appendingPathComponent("ct.json")
+        try TestCTLogList(logs: [.init(logs[0], operatorName: "A"), .init(logs[1], operatorName: "B")]).json().write(to: section)
+        return (chain.path, section.path)
+    }
+
+    @Test func aCompliantChainIsReportedCompliant() async throws {
+        let (chain, section) = try Self.files(sctCount: 2)
+        let result = try await PinstoreBinary.run(["ct", "status", "--chain", chain, "--section", section])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.components(separatedBy: ": verified").count == 3)
+        #expect(result.stdout.contains("chrome profile: compliant"))
+    }
+
+    @Test func aChainWithOneSCTIsReportedNotCompliant() async throws {
+        let (chain, section) = try Self.files(sctCount: 1)
+        let result = try await PinstoreBinary.run(["ct", "status", "--chain", chain, "--section", section])
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("NOT compliant"))
     }
 }
