@@ -24,4 +24,36 @@ public enum BenchmarkEntryPoints {
             return evidence?.checks.count { $0.status == .verified } ?? 0
         }
     }
+
+    /// The pin rules for one connection to `host` over `chain` (DER, leaf first, the issuer
+    /// next), the leaf pinned, as a pooled connection is checked again before each request;
+    /// with `certificateTransparency`, CT enforced against `logKeys` (one operator each). The
+    /// first call judges the SCTs; later calls find the verdict cached, as every request on a
+    /// pooled connection does. The closure answers whether the decision allowed.
+    ///
+    /// - Throws: ``PinStoreError`` when a log key or the chain cannot be read.
+    public static func pooledPinDecision(host: String, chain: [Data], logKeys: [Data],
+                                         certificateTransparency: Bool) throws(PinStoreError) -> @Sendable () -> Bool {
+        let wire = CTLogList.Wire(
+            logListTimestamp: Int64(Date().timeIntervalSince1970), profile: nil,
+            logs: logKeys.enumerated().map { index, key in
+                CTLogList.Wire.Log(key: key.base64EncodedString(), id: nil, operator: "Operator \(index)", type: nil, state: "usable",
+                                   stateTimestamp: nil, temporalInterval: nil, previousOperators: nil)
+            },
+            hosts: nil)
+        let logs = try CTLogList(wire)
+        guard let validated = ValidatedChain(uncheckedCertificates: chain) else {
+            throw PinStoreError(.certificateMalformed, "The benchmark chain cannot be read.")
+        }
+        let name = try HostName(host)
+        let pins = PinIndex(entries: [FingerprintEntry(name: host, fingerprint: SHA256Digest.hash(chain[0]), expires: 4_102_444_799)])
+        let checker = CertificateTransparencyChecker(defaultMode: certificateTransparency ? .enforce : .off, checksPrivateAnchors: true)
+        let rules = PinningRules(enforcement: .enforced, expectedNames: nil, staticPins: .none, certificateTransparency: checker)
+        return {
+            let context = PinningContext(host: name, requestedName: host, evidence: .validated(validated), list: pins, fallback: .empty,
+                                         domainsConfig: nil, now: Int64(Date().timeIntervalSince1970), certificateTransparency: logs,
+                                         generation: 1)
+            return rules.decide(context).isAllowed
+        }
+    }
 }
