@@ -74,7 +74,7 @@ import Testing
         var underWayWhileWithdrawn = 0
     }
 
-    func race(server: TestServer) async throws -> Tally {
+    static func race(server: TestServer) async throws -> Tally {
         let stub = SwitchableList()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-race-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -162,42 +162,57 @@ import Testing
         return tally.withLock { $0 }
     }
 
+    /// One race per protocol, run by the first test that needs it and read by the others:
+    /// each test checks one property of the same run, and CI pays for one run per protocol.
+    private actor SharedRuns {
+        static let shared = SharedRuns()
+        private var runs: [Bool: Task<Tally, any Error>] = [:]
+
+        /// The race over HTTP/2 (`http2`) or HTTP/1.1 against a loopback TLS server.
+        func tally(http2: Bool) async throws -> Tally {
+            if let run = runs[http2] { return try await run.value }
+            let run = Task {
+                let server = http2
+                    ? try await TestServer.http2(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+                    : try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+                let started = Date()
+                do {
+                    let tally = try await PooledConnectionRaceTests.race(server: server)
+                    print("pool race, \(http2 ? "HTTP/2" : "HTTP/1.1"): \(PooledConnectionRaceTests.iterations) switches, \(tally.succeeded) succeeded, \(tally.refused) refused, \(tally.otherFailures) other failures, \(server.connectionCount) connections, \(tally.recheckedWrites) writes checked again at the write, \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+                    await server.shutdown()
+                    return tally
+                } catch {
+                    await server.shutdown()
+                    throw error
+                }
+            }
+            runs[http2] = run
+            return try await run.value
+        }
+    }
+
     @Test func aWithdrawnPinCarriesNoFurtherRequestOnPooledHTTP1Connections() async throws {
-        let server = try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
-        defer { Task { await server.shutdown() } }
-        let started = Date()
-        let tally = try await race(server: server)
-        print("pool race, HTTP/1.1: \(Self.iterations) switches, \(tally.succeeded) succeeded, \(tally.refused) refused, \(tally.otherFailures) other failures, \(server.connectionCount) connections, \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        let tally = try await SharedRuns.shared.tally(http2: false)
         #expect(tally.bypasses.isEmpty, "\(tally.bypasses.prefix(5))")
         #expect(tally.succeeded > 0 && tally.refused > 0)   // both phases were exercised
     }
 
     @Test func noRequestIsWrittenOnAPooledHTTP1ConnectionAfterTheListThatWithdrewItsPin() async throws {
-        let server = try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
-        defer { Task { await server.shutdown() } }
-        let tally = try await race(server: server)
-        print("pool race at the write, HTTP/1.1: \(Self.iterations) switches, \(tally.succeeded) succeeded, \(tally.refused) refused, \(tally.recheckedWrites) writes checked again at the write")
-        #expect(tally.writesAfterWithdrawal.isEmpty, "\(tally.writesAfterWithdrawal.prefix(5))")
-        #expect(tally.withdrawingGenerations.count == Self.iterations && !tally.writes.isEmpty)
-    }
-
-    @Test func noRequestIsWrittenOnAPooledHTTP2ConnectionAfterTheListThatWithdrewItsPin() async throws {
-        let server = try await TestServer.http2(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
-        defer { Task { await server.shutdown() } }
-        let tally = try await race(server: server)
-        print("pool race at the write, HTTP/2: \(Self.iterations) switches, \(tally.succeeded) succeeded, \(tally.refused) refused, \(tally.recheckedWrites) writes checked again at the write")
-        #expect(tally.writesAfterWithdrawal.isEmpty, "\(tally.writesAfterWithdrawal.prefix(5))")
+        let tally = try await SharedRuns.shared.tally(http2: false)
+        #expect(tally.writesAfterWithdrawal.isEmpty, "\(tally.writesAfterWithdrawal.count): \(tally.writesAfterWithdrawal.prefix(5))")
         #expect(tally.withdrawingGenerations.count == Self.iterations && !tally.writes.isEmpty)
     }
 
     @Test func aWithdrawnPinCarriesNoFurtherRequestOnPooledHTTP2Connections() async throws {
-        let server = try await TestServer.http2(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
-        defer { Task { await server.shutdown() } }
-        let started = Date()
-        let tally = try await race(server: server)
-        print("pool race, HTTP/2: \(Self.iterations) switches, \(tally.succeeded) succeeded, \(tally.refused) refused, \(tally.otherFailures) other failures, \(server.connectionCount) connections, \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        let tally = try await SharedRuns.shared.tally(http2: true)
         #expect(tally.bypasses.isEmpty, "\(tally.bypasses.prefix(5))")
         #expect(tally.succeeded > 0 && tally.refused > 0)
+    }
+
+    @Test func noRequestIsWrittenOnAPooledHTTP2ConnectionAfterTheListThatWithdrewItsPin() async throws {
+        let tally = try await SharedRuns.shared.tally(http2: true)
+        #expect(tally.writesAfterWithdrawal.isEmpty, "\(tally.writesAfterWithdrawal.count): \(tally.writesAfterWithdrawal.prefix(5))")
+        #expect(tally.withdrawingGenerations.count == Self.iterations && !tally.writes.isEmpty)
     }
 }
 
