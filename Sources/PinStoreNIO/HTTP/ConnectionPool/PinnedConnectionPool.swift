@@ -47,9 +47,10 @@ final class PinnedConnectionPool: Sendable {
         var nextRequestID = 1
         /// The store's list generation the established connections were last checked against.
         var checkedGeneration: UInt64
-        /// The list generation each established connection's pins were last found to admit it
-        /// under. A connection whose pin was withdrawn leaves this table (it only finishes what
-        /// was already written on it), so a late write on it is refused.
+        /// The list generation each established connection was admitted under: its handshake's,
+        /// or that of the check under one generation that found it still pinned as it joined
+        /// the pool or at a write. A connection whose pin was withdrawn leaves this table (it
+        /// only finishes what was already written on it), so a late write on it is refused.
         var admissions: [Int: UInt64] = [:]
         /// Who hears of every write (tests); nil, the default, costs one check per request.
         var writeObserver: (@Sendable (PooledWrite) -> Void)?
@@ -65,8 +66,9 @@ final class PinnedConnectionPool: Sendable {
         /// The store's list generation (``PinStore/listGeneration``) the write was allowed
         /// under: read at the write, and the same before and after any re-check of the pins.
         package let generation: UInt64
-        /// The list generation the connection's pins were last found to admit it under (its
-        /// handshake, or the re-check as it joined the pool or at a write).
+        /// The list generation the connection was admitted under: its handshake's, or that of
+        /// the last check under one generation that found it still pinned (as it joined the
+        /// pool, or at a write).
         package let admittedUnder: UInt64
         /// Whether a list was installed between the lease and the write, so that the
         /// connection was checked again at the write (the window the live race tests aim at).
@@ -296,8 +298,8 @@ final class PinnedConnectionPool: Sendable {
     struct WriteGate: Sendable {
         fileprivate let pool: PinnedConnectionPool
         fileprivate let connection: PinnedConnection
-        /// The pool's ``State/checkedGeneration`` when the request was leased: the connection
-        /// was pinned under it (or retired, and not leased).
+        /// The pool's `checkedGeneration` when the request was leased: the connection was
+        /// pinned under it (or retired, and not leased).
         fileprivate let leasedUnder: UInt64
         fileprivate let admittedUnder: UInt64
         fileprivate let observer: (@Sendable (PooledWrite) -> Void)?
