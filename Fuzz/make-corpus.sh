@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=Fuzz/corpus
 rm -rf "$corpus"
-mkdir -p "$corpus"/{list,public-key,certificate,store-file,host-name,info-plist,network-security-config,sct-list}
+mkdir -p "$corpus"/{list,public-key,certificate,store-file,host-name,info-plist,network-security-config,sct-list,key-documents}
 
 cp Fixtures/lists/*.json "$corpus/list/"
 # The layout `pinstore sign` writes for a whole-list signature (values left empty: the
@@ -77,4 +77,36 @@ PINSTORE_CT_SEED_DIRECTORY="$PWD/$corpus/sct-list" swift test --filter listFromG
 printf '\x00\x30\x00\x2e' > "$corpus/sct-list/truncated"
 printf '\x00\x04\x00\x02\x01\x00' > "$corpus/sct-list/version-2"
 printf '\x00\x00' > "$corpus/sct-list/empty"
+# Key documents signed with the two fixture keys, which the target trusts as version 1 (either
+# key enough): a chain 2 -> 3 (each step signed by a threshold of the keys before it and of its
+# own), a final version expired at the target's update time, a skipped version, one envelope
+# alone. Signed with the openssl command line (ECDSA P-256 / SHA-256, DER).
+python3 - "$corpus/key-documents" <<'PY'
+import base64, hashlib, json, os, subprocess, sys, tempfile
+out = sys.argv[1]
+keys = {name: f"Fixtures/keys/{name}.key.pem" for name in ("list-signing", "other-signing")}
+def point(name):
+    spki = subprocess.run(["openssl", "pkey", "-in", keys[name], "-pubout", "-outform", "DER"], check=True, capture_output=True).stdout
+    return spki[-65:]   # a P-256 SubjectPublicKeyInfo ends with the uncompressed point
+def sign(name, payload):
+    with tempfile.NamedTemporaryFile() as message:
+        message.write(payload); message.flush()
+        return subprocess.run(["openssl", "dgst", "-sha256", "-sign", keys[name], message.name], check=True, capture_output=True).stdout
+def envelope(version, expires, threshold, members, signers):
+    keylist = ", ".join(f'"{base64.b64encode(point(m)).decode()}"' for m in members)
+    payload = f'{{"type": "pinstore-keys", "version": {version}, "expires": {expires}, "threshold": {threshold}, "keys": [{keylist}]}}'.encode()
+    signatures = [{"keyid": hashlib.sha256(point(s)).hexdigest(), "signature": base64.b64encode(sign(s, payload)).decode()} for s in signers]
+    return {"signed": base64.b64encode(payload).decode(), "signatures": signatures}
+both = ["list-signing", "other-signing"]
+v2 = envelope(2, 2000000000, 2, both, both)
+v3 = envelope(3, 2000000000, 1, ["other-signing"], both)
+v2_expired = envelope(2, 1850000000, 2, both, both)
+def write(name, document):
+    open(os.path.join(out, name), "w").write(json.dumps(document, sort_keys=True))
+write("chain-2", {"keyDocuments": [v2]})
+write("chain-2-3", {"keyDocuments": [v2, v3]})
+write("chain-final-expired", {"keyDocuments": [v2_expired]})
+write("chain-skipped-2", {"keyDocuments": [v3]})
+write("envelope-2", v2)
+PY
 echo "seed corpus written to $corpus"

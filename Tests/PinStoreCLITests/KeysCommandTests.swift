@@ -112,6 +112,31 @@ struct KeysCommandTests {
         #expect(verify.stderr.contains("expired"))
     }
 
+    @Test func serveInChallengeModeWithTwoKeysSatisfiesATwoOfThreeStore() async throws {
+        let keys = try Keys()
+        let binary = try #require(PinstoreBinary.path, "pinstore was not built")
+        let serve = try RunningProcess(binary, ["serve", "--key", keys.paths[0], "--key", keys.paths[1], "--challenge-mode", "--port", "0",
+                                                "--list", TestResources.fixturePath("lists/static-good.json")])
+        let url = try #require(try await serve.waitForOutput(matching: #"http://127\.0\.0\.1:[0-9]+"#), "no URL: \(serve.stderr)")
+        var configuration = PinStore.Configuration(serviceURL: try #require(URL(string: url + "/list.json")), publicKey: keys.publicKeys[0],
+                                                   useChallenge: true, storageDirectory: keys.directory.appendingPathComponent("store"))
+        configuration.additionalPublicKeys = [keys.publicKeys[1], keys.publicKeys[2]]
+        configuration.signatureThreshold = 2
+        let store = try PinStore(configuration: configuration)
+        let report = await store.updateWithReport(mode: .forced)
+        _ = try await serve.stop()
+        #expect(report.result == .ok, "\(String(describing: report.error))")
+        #expect(store.storedEntries.count == 4)
+    }
+
+    @Test func serveRefusesSeveralKeysInStaticMode() async throws {
+        let keys = try Keys()
+        let result = try await PinstoreBinary.run(["serve", "--key", keys.paths[0], "--key", keys.paths[1], "--port", "0",
+                                                   "--list", TestResources.fixturePath("lists/static-good.json")])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("Several --key sign challenge-mode responses"))
+    }
+
     @Test func serveServesTheKeyDocumentsBesideTheList() async throws {
         let keys = try Keys()
         let chain = try await keys.chain()

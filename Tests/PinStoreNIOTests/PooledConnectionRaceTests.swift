@@ -14,6 +14,13 @@ import Testing
 /// go either way; the list is pinned again only once every request started under the
 /// withdrawing list has ended.)
 ///
+/// The same race also checks the stronger property at the write itself: through the pool's
+/// write observer, every request written on a pooled connection reports the list generation it
+/// was written under and the generation its connection was admitted under; none may be written
+/// under (or after) a withdrawing list on a connection admitted before it. That covers the
+/// requests leased just before a switch and written just after it, which the first check lets
+/// go either way.
+///
 /// `PINSTORE_RACE_ITERATIONS` sets the number of list switches (default 1,000, what CI runs);
 /// `scripts/pool-race.sh` runs the long variant.
 @Suite(.serialized) struct PooledConnectionRaceTests {
@@ -34,6 +41,27 @@ import Testing
         var otherFailures = 0
         /// Requests started after the withdrawing list was in force that succeeded anyway.
         var bypasses: [String] = []
+        /// The list generation of each withdrawing list, read as soon as it was in force.
+        var withdrawingGenerations: [UInt64] = []
+        /// Every distinct (written under, admitted under) pair the pool's write observer saw.
+        var writes: Set<WrittenUnder> = []
+        /// Writes whose connection was checked again at the write (leased before a switch).
+        var recheckedWrites = 0
+
+        /// Writes on a connection admitted before a withdrawing list, made while or after that
+        /// list was in force: each a request the withdrawn pin still carried.
+        var writesAfterWithdrawal: [String] {
+            writes.sorted { ($0.generation, $0.admittedUnder) < ($1.generation, $1.admittedUnder) }.compactMap { write in
+                guard let withdrawn = withdrawingGenerations.first(where: { write.admittedUnder < $0 && $0 <= write.generation }) else { return nil }
+                return "written under generation \(write.generation) on a connection admitted under \(write.admittedUnder), though list \(withdrawn) withdrew its pin"
+            }
+        }
+    }
+
+    /// One write as the test keeps it: the generation it was written under and its connection's.
+    struct WrittenUnder: Hashable, Sendable {
+        var generation: UInt64
+        var admittedUnder: UInt64
     }
 
     /// Which list is in force, and in which switch; `draining`: no new request starts.
@@ -46,7 +74,7 @@ import Testing
         var underWayWhileWithdrawn = 0
     }
 
-    func race(server: TestServer) async throws -> Tally {
+    static func race(server: TestServer) async throws -> Tally {
         let stub = SwitchableList()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-race-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -67,6 +95,14 @@ import Testing
         let url = URL(string: "https://localhost:\(server.port)/hello")!
         let phase = Locked(Phase())
         let tally = Locked(Tally())
+        let pool = try #require(PinnedSessionRegistry.transport(of: session.configuration)?.pool)
+        pool.observeWrites { write in
+            tally.withLock { tally in
+                tally.writes.insert(WrittenUnder(generation: write.generation, admittedUnder: write.admittedUnder))
+                if write.recheckedAtWrite { tally.recheckedWrites += 1 }
+            }
+        }
+        defer { pool.observeWrites(nil) }
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<Self.clients {
@@ -104,6 +140,10 @@ import Testing
                 // that starts after that must be refused, on a pooled connection or a new one.
                 stub.body.withLock { $0 = withdrawn }
                 try #require(await store.update(mode: .forced) == .ok)
+                // Only this loop changes the list, and no pin expires: the generation read now
+                // is the withdrawing list's.
+                let withdrawingGeneration = store.listGeneration
+                tally.withLock { $0.withdrawingGenerations.append(withdrawingGeneration) }
                 phase.withLock { $0 = Phase(withdrawn: true, iteration: iteration) }
                 try await Task.sleep(for: .milliseconds(1))
                 // Before pinning again, every request started under the withdrawing list has
@@ -122,24 +162,57 @@ import Testing
         return tally.withLock { $0 }
     }
 
+    /// One race per protocol, run by the first test that needs it and read by the others:
+    /// each test checks one property of the same run, and CI pays for one run per protocol.
+    private actor SharedRuns {
+        static let shared = SharedRuns()
+        private var runs: [Bool: Task<Tally, any Error>] = [:]
+
+        /// The race over HTTP/2 (`http2`) or HTTP/1.1 against a loopback TLS server.
+        func tally(http2: Bool) async throws -> Tally {
+            if let run = runs[http2] { return try await run.value }
+            let run = Task {
+                let server = http2
+                    ? try await TestServer.http2(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+                    : try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+                let started = Date()
+                do {
+                    let tally = try await PooledConnectionRaceTests.race(server: server)
+                    print("pool race, \(http2 ? "HTTP/2" : "HTTP/1.1"): \(PooledConnectionRaceTests.iterations) switches, \(tally.succeeded) succeeded, \(tally.refused) refused, \(tally.otherFailures) other failures, \(server.connectionCount) connections, \(tally.recheckedWrites) writes checked again at the write, \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+                    await server.shutdown()
+                    return tally
+                } catch {
+                    await server.shutdown()
+                    throw error
+                }
+            }
+            runs[http2] = run
+            return try await run.value
+        }
+    }
+
     @Test func aWithdrawnPinCarriesNoFurtherRequestOnPooledHTTP1Connections() async throws {
-        let server = try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
-        defer { Task { await server.shutdown() } }
-        let started = Date()
-        let tally = try await race(server: server)
-        print("pool race, HTTP/1.1: \(Self.iterations) switches, \(tally.succeeded) succeeded, \(tally.refused) refused, \(tally.otherFailures) other failures, \(server.connectionCount) connections, \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        let tally = try await SharedRuns.shared.tally(http2: false)
         #expect(tally.bypasses.isEmpty, "\(tally.bypasses.prefix(5))")
         #expect(tally.succeeded > 0 && tally.refused > 0)   // both phases were exercised
     }
 
+    @Test func noRequestIsWrittenOnAPooledHTTP1ConnectionAfterTheListThatWithdrewItsPin() async throws {
+        let tally = try await SharedRuns.shared.tally(http2: false)
+        #expect(tally.writesAfterWithdrawal.isEmpty, "\(tally.writesAfterWithdrawal.count): \(tally.writesAfterWithdrawal.prefix(5))")
+        #expect(tally.withdrawingGenerations.count == Self.iterations && !tally.writes.isEmpty)
+    }
+
     @Test func aWithdrawnPinCarriesNoFurtherRequestOnPooledHTTP2Connections() async throws {
-        let server = try await TestServer.http2(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
-        defer { Task { await server.shutdown() } }
-        let started = Date()
-        let tally = try await race(server: server)
-        print("pool race, HTTP/2: \(Self.iterations) switches, \(tally.succeeded) succeeded, \(tally.refused) refused, \(tally.otherFailures) other failures, \(server.connectionCount) connections, \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        let tally = try await SharedRuns.shared.tally(http2: true)
         #expect(tally.bypasses.isEmpty, "\(tally.bypasses.prefix(5))")
         #expect(tally.succeeded > 0 && tally.refused > 0)
+    }
+
+    @Test func noRequestIsWrittenOnAPooledHTTP2ConnectionAfterTheListThatWithdrewItsPin() async throws {
+        let tally = try await SharedRuns.shared.tally(http2: true)
+        #expect(tally.writesAfterWithdrawal.isEmpty, "\(tally.writesAfterWithdrawal.count): \(tally.writesAfterWithdrawal.prefix(5))")
+        #expect(tally.withdrawingGenerations.count == Self.iterations && !tally.writes.isEmpty)
     }
 }
 

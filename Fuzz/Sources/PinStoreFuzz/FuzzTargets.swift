@@ -19,6 +19,9 @@ enum FuzzTarget: String, CaseIterable {
     case networkSecurityConfig = "network-security-config"
     /// The embedded SCT list parser (Certificate Transparency), on the raw TLS-encoded list.
     case sctList = "sct-list"
+    /// Key documents (the list-signing keys' rotation chain): parsed, followed from a trusted
+    /// set with every signature checked, the newest one's expiry judged.
+    case keyDocuments = "key-documents"
 
     static let current: FuzzTarget = {
         let name = ProcessInfo.processInfo.environment["FUZZ_TARGET"] ?? ""
@@ -67,6 +70,17 @@ enum FuzzTarget: String, CaseIterable {
             if let policies = try? PinPolicyImport.networkSecurityConfig(data) { Self.checkImported(policies) }
         case .sctList:
             FuzzEntryPoints.sctList(data)
+        case .keyDocuments:
+            Self.checkFollowed(FuzzEntryPoints.keyDocuments(data))
+        }
+    }
+
+    /// What following key documents promises, whatever the input: the versions accepted are
+    /// exactly the ones after the trusted version 1, none skipped, at most 32 of them. A broken
+    /// promise is a crash.
+    static func checkFollowed(_ versions: [Int64]) {
+        guard versions.count <= 32, versions.elementsEqual(2..<(2 + Int64(versions.count))) else {
+            fatalError("following key documents accepted versions \(versions), not 2, 3, ... (at most 32)")
         }
     }
 

@@ -27,6 +27,35 @@ public enum FuzzEntryPoints {
         }
     }
 
+    /// The trusted key set the key-document target follows from: version 1, the two fixture
+    /// keys (`Fixtures/keys/list-signing` and `other-signing`), either one enough, so that seeds
+    /// signed with the fixture keys reach every step of the chain rules.
+    static let fixtureKeySet: ListKeySet? = {
+        let keys = [fixturePublicKey, "BMlS0cLOwE5Flc+z44Ihy4mS+/6XQkxNnmn6q3T1552YJ58Gl5kd/S+c1//FCZoKhIef9gQ7EDlqRa/Lw3GAWiY="]
+            .compactMap { try? P256PublicKey(configuredString: $0) }
+        return try? ListKeySet(version: 1, keys: keys, threshold: 1, expires: nil)
+    }()
+
+    /// Key documents as a store reads them from the list server or its own key document file:
+    /// the `{"keyDocuments": [...]}` list parsed (``KeyChain``), one envelope alone parsed
+    /// (``KeyDocument``), the chain followed from ``fixtureKeySet`` with every signature
+    /// checked, and the final set's expiry judged. Returns the versions accepted, in order
+    /// (empty when nothing was), so the target can check the chain rules' promises.
+    public static func keyDocuments(_ data: Data) -> [Int64] {
+        guard let trusted = fixtureKeySet else { return [] }
+        if let document = try? KeyDocument(envelope: data) {
+            _ = document.signatureCount(by: trusted)
+            _ = document.signatureCount(by: document.keySet)
+        }
+        guard let documents = try? KeyChain.documents(in: data),
+              let accepted = try? KeyChain.follow(from: trusted, documents: documents) else { return [] }
+        if let newest = accepted.last {
+            // The fixed time of one update; some seeds expire before it, some after.
+            _ = try? KeyChain.checkNotExpired(newest.keySet, at: Date(timeIntervalSince1970: 1_900_000_000))
+        }
+        return accepted.map(\.keySet.version)
+    }
+
     /// The host-name rules, on bytes as a TLS layer or a list might hand them over.
     public static func hostName(_ data: Data) {
         let name = String(decoding: data, as: UTF8.self)

@@ -14,8 +14,11 @@ struct ServeCommand: AsyncParsableCommand {
             --key's public key. --challenge-mode answers like the deployed challenge-mode server: \
             every request must carry X-Cert-Pinning-Challenge (Base64 of 16 to 32 bytes) and the \
             response carries X-Cert-Pinning-Signature over challenge & body, signed with --key. \
-            A static list given in challenge mode is served as a challenge-mode body stamped with \
-            the start time.
+            For a key set with a threshold, repeat --key: the first key signs \
+            X-Cert-Pinning-Signature, each further key adds its labelled signature to \
+            X-PinStore-Signatures, so a store configured with signatureThreshold k accepts the \
+            responses of a server given k of its keys. A static list given in challenge mode is \
+            served as a challenge-mode body stamped with the start time.
 
             The list answers at /, /list.json and /<file name>; other paths get 404. The file is \
             read again when it changes, so a re-signed list is served without a restart (a new \
@@ -27,12 +30,13 @@ struct ServeCommand: AsyncParsableCommand {
             Examples:
               pinstore serve --key list-signing.key.pem --list list.json --port 8080
               pinstore serve --key list-signing.key.pem --list list.json --challenge-mode --port 0
+              pinstore serve --key a.key.pem --key b.key.pem --list list.json --challenge-mode --port 0
               pinstore serve --key k.pem --list list.json --tls-cert localhost-chain.pem --tls-key localhost.key.pem --port 8443
             """
     )
 
-    @Option(help: "The list-signing private key (PEM).")
-    var key: String
+    @Option(help: "The list-signing private key (PEM). Repeat in challenge mode for a key set with a threshold: the first key signs X-Cert-Pinning-Signature, the others add labelled signatures (X-PinStore-Signatures). In static mode one key: the list is served as signed.")
+    var key: [String]
 
     @Option(help: "A file whose first line decrypts the key.")
     var passphraseFile: String?
@@ -56,6 +60,14 @@ struct ServeCommand: AsyncParsableCommand {
     var port: Int = 8080
 
     func validate() throws {
+        if key.isEmpty {
+            throw ValidationError("Give at least one --key.")
+        }
+        if key.count > 1, !challengeMode {
+            // A static list carries its signatures already (`pinstore sign` with several
+            // --key); the server adds none, so further keys would only look as if they did.
+            throw ValidationError("Several --key sign challenge-mode responses; a static list is served as signed (sign it with several keys: pinstore sign --key a.pem --key b.pem).")
+        }
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError("--tls-cert and --tls-key go together.")
         }
@@ -66,7 +78,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     /// The responder for one version of the list file, its mode and its entry count; throws
     /// when apps would refuse the file.
-    private func makeResponder(for fileBody: Data, signingKey: P256PrivateKey) throws -> (ListServerResponder, String, Int) {
+    private func makeResponder(for fileBody: Data, signingKeys: [P256PrivateKey]) throws -> (ListServerResponder, String, Int) {
+        // validate() guarantees one key at least.
+        guard let signingKey = signingKeys.first else { throw CLIError("Give at least one --key.") }
         let parsed: FingerprintListSigner.ReadBackList
         do {
             parsed = try FingerprintListSigner.readBack(fileBody)
@@ -82,12 +96,14 @@ struct ServeCommand: AsyncParsableCommand {
                     throw CLIError("\(list): cannot make a challenge-mode body", error)
                 }
             }
-            return (ListResponders.challengeList(body: body, signingKey: signingKey), "challenge mode", parsed.entries.count)
+            let description = signingKeys.count == 1 ? "challenge mode" : "challenge mode, signed by \(signingKeys.count) keys"
+            return (ListResponders.challengeList(body: body, signingKey: signingKey, additionalKeys: Array(signingKeys.dropFirst())),
+                    description, parsed.entries.count)
         }
         do {
             _ = try FingerprintList.verifiedEntries(staticList: fileBody, publicKey: try signingKey.publicKey)
         } catch {
-            throw CLIError("\(list) does not verify with the public key of \(key); apps would refuse it (sign it with this key, or use --challenge-mode)", error)
+            throw CLIError("\(list) does not verify with the public key of \(key[0]); apps would refuse it (sign it with this key, or use --challenge-mode)", error)
         }
         return (ListResponders.staticList(fileBody), "static mode", parsed.entries.count)
     }
@@ -99,15 +115,15 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let signingKey = try InputFiles.privateKey(key, passphraseFile: passphraseFile)
+        let signingKeys = try key.map { try InputFiles.privateKey($0, passphraseFile: passphraseFile) }
         let fileBody = try InputFiles.data(list, what: "list file")
-        let (firstResponder, description, entryCount) = try makeResponder(for: fileBody, signingKey: signingKey)
+        let (firstResponder, description, entryCount) = try makeResponder(for: fileBody, signingKeys: signingKeys)
         // The list file is read again whenever it changes (size, modification time or inode):
         // a re-signed list is published without a restart. A new version apps would refuse is
         // reported and not served; the last good one stays.
         let listFile = list
         let current = Locked((stamp: FileStamp(path: listFile), responder: firstResponder))
-        let rebuild: @Sendable (Data) throws -> ListServerResponder = { [self] body in try self.makeResponder(for: body, signingKey: signingKey).0 }
+        let rebuild: @Sendable (Data) throws -> ListServerResponder = { [self] body in try self.makeResponder(for: body, signingKeys: signingKeys).0 }
         let responder: ListServerResponder = { request in
             let stamp = FileStamp(path: listFile)
             let (changed, served) = current.withLock { ($0.stamp != stamp, $0.responder) }
@@ -178,10 +194,12 @@ struct ServeCommand: AsyncParsableCommand {
         }) {
             try? await server.shutdown()
         }
-        let publicKey = try signingKey.publicKey.x963Representation.base64EncodedString()
+        let publicKeys = try signingKeys.map { try $0.publicKey.x963Representation.base64EncodedString() }
         Console.print("serving \(list) (\(description), \(entryCount) entr\(entryCount == 1 ? "y" : "ies")) at \(server.baseURL.absoluteString)/\(URL(fileURLWithPath: list).lastPathComponent)")
         Console.print("the file is read again when it changes: re-sign it to publish, no restart")
-        Console.print("public key: \(publicKey)")
+        for publicKey in publicKeys {
+            Console.print("public key: \(publicKey)")
+        }
         if keyDocuments != nil {
             Console.print("key documents: \(server.baseURL.absoluteString)\(ListResponders.keyDocumentPath)")
         }

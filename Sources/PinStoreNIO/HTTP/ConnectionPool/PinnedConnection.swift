@@ -211,14 +211,15 @@ final class PinnedConnection: Sendable {
 
     /// Writes the request and hands the response to `receiver`; `onControl` gets the handle to
     /// steer it (at once for HTTP/1.1, once its stream exists for HTTP/2). `silenceTimeout`
-    /// ends the request when nothing arrives for that long.
+    /// ends the request when nothing arrives for that long. `gate` is asked right before the
+    /// first byte, on the event loop: the lease was made earlier, and the list may have changed.
     func execute(head: HTTPRequestHead, body: ByteBuffer?, silenceTimeout: TimeAmount, receiver: any PinnedResponseReceiver,
-                 onControl: @escaping @Sendable (PinnedRequestControl) -> Void) {
+                 gate: PinnedConnectionPool.WriteGate, onControl: @escaping @Sendable (PinnedRequestControl) -> Void) {
         switch protocolKind {
         case .http1(let handler):
             onControl(Self.control(handler, receiver: receiver))
             channel.eventLoop.execute {
-                handler.value.execute(head: head, body: body, silenceTimeout: silenceTimeout, receiver: receiver)
+                handler.value.execute(head: head, body: body, silenceTimeout: silenceTimeout, receiver: receiver, gate: gate)
             }
         case .http2(let multiplexer, let connectionGuard, let streamEvents):
             let created = channel.eventLoop.makePromise(of: (any Channel).self)
@@ -241,7 +242,7 @@ final class PinnedConnection: Sendable {
                         let handler = NIOLoopBound(try stream.pipeline.syncOperations.handler(type: PinnedConnectionHandler.self),
                                                    eventLoop: stream.eventLoop)
                         onControl(Self.control(handler, receiver: receiver))
-                        handler.value.execute(head: head, body: body, silenceTimeout: silenceTimeout, receiver: receiver)
+                        handler.value.execute(head: head, body: body, silenceTimeout: silenceTimeout, receiver: receiver, gate: gate)
                     } catch {
                         stream.close(promise: nil)
                         receiver.fail(.connectionLost("The HTTP/2 stream could not be set up: \(error)"), afterResponseBytes: false)
@@ -344,11 +345,21 @@ final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         self.context = nil
     }
 
-    func execute(head: HTTPRequestHead, body: ByteBuffer?, silenceTimeout: TimeAmount, receiver: any PinnedResponseReceiver) {
+    /// Writes one request, once `gate` (the pool's last check, at the write itself) lets it.
+    func execute(head: HTTPRequestHead, body: ByteBuffer?, silenceTimeout: TimeAmount, receiver: any PinnedResponseReceiver,
+                 gate: PinnedConnectionPool.WriteGate) {
         guard let context, !closed, current == nil else {
             receiver.fail(.connectionLost("The connection closed before the request was written."), afterResponseBytes: false)
             // The pool may have leased a connection whose close it has not heard of yet.
             events.closed()
+            return
+        }
+        if let refused = gate.admit() {
+            // A list installed since the lease withdrew the connection's pin: nothing was
+            // written, and nothing will be. Closing the connection (HTTP/1.1) or this stream
+            // (HTTP/2) tells the pool through channelInactive, as any close does.
+            receiver.fail(refused, afterResponseBytes: false)
+            context.close(promise: nil)
             return
         }
         current = Current(receiver: receiver, requestAllowsKeepAlive: head.isKeepAlive, silenceTimeout: silenceTimeout)

@@ -12,6 +12,11 @@ import PinStore
 /// (`modifyStateAndRunEffects`). Every connection in the pool was admitted by the pin check for
 /// the host it serves; when the store's list changes, connections whose kept chain is no longer
 /// pinned for their host are retired before any further request is written to them.
+///
+/// A request is leased to a connection under the pool's lock, but written later, on the
+/// connection's event loop: a list installed in between is caught at the write itself
+/// (``WriteGate``), so no request is written on a connection after a list that withdrew its
+/// pin is in force.
 final class PinnedConnectionPool: Sendable {
     typealias Key = PinnedConnectionPoolStateMachine.Key
 
@@ -42,6 +47,32 @@ final class PinnedConnectionPool: Sendable {
         var nextRequestID = 1
         /// The store's list generation the established connections were last checked against.
         var checkedGeneration: UInt64
+        /// The list generation each established connection was admitted under: its handshake's,
+        /// or that of the check under one generation that found it still pinned as it joined
+        /// the pool or at a write. A connection whose pin was withdrawn leaves this table (it
+        /// only finishes what was already written on it), so a late write on it is refused.
+        var admissions: [Int: UInt64] = [:]
+        /// Who hears of every write (tests); nil, the default, costs one check per request.
+        var writeObserver: (@Sendable (PooledWrite) -> Void)?
+    }
+
+    /// One request about to be written on a pooled connection, as ``observeWrites(_:)`` hears
+    /// of it: after the write gate let it through, before the first byte is written.
+    package struct PooledWrite: Sendable {
+        /// The connection the request is written on.
+        package let connectionID: Int
+        /// The host the connection serves.
+        package let host: String
+        /// The store's list generation (``PinStore/listGeneration``) the write was allowed
+        /// under: read at the write, and the same before and after any re-check of the pins.
+        package let generation: UInt64
+        /// The list generation the connection was admitted under: its handshake's, or that of
+        /// the last check under one generation that found it still pinned (as it joined the
+        /// pool, or at a write).
+        package let admittedUnder: UInt64
+        /// Whether a list was installed between the lease and the write, so that the
+        /// connection was checked again at the write (the window the live race tests aim at).
+        package let recheckedAtWrite: Bool
     }
 
     let configuration: Configuration
@@ -111,6 +142,14 @@ final class PinnedConnectionPool: Sendable {
         state.withLock { $0.machine.connectionCount(for: key) }
     }
 
+    /// Calls `observer` for every request leased from now on, at its write on a pooled
+    /// connection (on that connection's event loop; keep it short). For the live race tests:
+    /// what list generation each write happened under. `nil` stops observing. Requests leased
+    /// before the call are not reported.
+    package func observeWrites(_ observer: (@Sendable (PooledWrite) -> Void)?) {
+        state.withLock { $0.writeObserver = observer }
+    }
+
     // MARK: Events
 
     fileprivate func submit(_ pooled: PooledRequest, needsFreshConnection: Bool) {
@@ -153,18 +192,24 @@ final class PinnedConnectionPool: Sendable {
     /// pool race test saw it).
     private func connectionEstablished(_ connection: PinnedConnection, admittedUnder: UInt64) {
         modifyStateAndRunEffects { state in
+            var admission = admittedUnder
             let generation = store.listGeneration
-            if generation != admittedUnder || generation != state.checkedGeneration, !stillPinned(connection) {
-                // Admitted under a list that has changed since, and no longer pinned: refuse it as
-                // the pin check would now.
-                verifier.logger.debug("new connection no longer pinned after a list change; closed", metadata: [
-                    "pinstore.host": "\(connection.key.host)",
-                ])
-                connection.close()
-                state.connectFailures[connection.id] = .pinning(PinningFailure(host: connection.key.host, reason: .pinMismatch))
-                return state.machine.connectionFailed(connection.id)
+            if generation != admittedUnder || generation != state.checkedGeneration {
+                let check = pinCheckUnderOneGeneration(connection, from: generation)
+                guard let generation = check.generation, check.pinned else {
+                    // Admitted under a list that has changed since, and no longer pinned: refuse
+                    // it as the pin check would now.
+                    verifier.logger.debug("new connection no longer pinned after a list change; closed", metadata: [
+                        "pinstore.host": "\(connection.key.host)",
+                    ])
+                    connection.close()
+                    state.connectFailures[connection.id] = .pinning(PinningFailure(host: connection.key.host, reason: .pinMismatch))
+                    return state.machine.connectionFailed(connection.id)
+                }
+                admission = generation
             }
             state.connections[connection.id] = connection
+            state.admissions[connection.id] = admission
             return state.machine.connectionEstablished(connection.id, capacity: connection.capacity)
         }
     }
@@ -183,7 +228,10 @@ final class PinnedConnectionPool: Sendable {
     private func connectionClosed(_ id: Int) {
         modifyStateAndRunEffects { state in
             let actions = state.machine.connectionClosed(id)
-            if state.machine.key(of: id) == nil { state.connections[id] = nil }
+            if state.machine.key(of: id) == nil {
+                state.connections[id] = nil
+                state.admissions[id] = nil
+            }
             return actions
         }
     }
@@ -205,6 +253,7 @@ final class PinnedConnectionPool: Sendable {
         for id in state.machine.establishedConnections {
             if let connection = state.connections[id], !stillPinned(connection) {
                 revoked.insert(id)
+                state.admissions[id] = nil
             }
         }
         guard !revoked.isEmpty else { return [] }
@@ -222,11 +271,89 @@ final class PinnedConnectionPool: Sendable {
         store.stillAdmits(host: connection.key.host, validatedChain: connection.validatedChain)
     }
 
+    /// Rounds of ``pinCheckUnderOneGeneration(_:from:)`` before giving up (refusing): lists
+    /// installed faster than one pin check, again and again, are not a schedule to wait out.
+    private static let maximumPinCheckRounds = 8
+
+    /// The pin check of `connection` against one list: the generation read before the check
+    /// (`generation`) must still be the store's after it, or a list installed meanwhile may or
+    /// may not have been the one checked; then the check runs again. `generation` nil: the
+    /// list kept changing, and the caller refuses.
+    private func pinCheckUnderOneGeneration(_ connection: PinnedConnection, from generation: UInt64) -> (pinned: Bool, generation: UInt64?) {
+        var before = generation
+        for _ in 0..<Self.maximumPinCheckRounds {
+            let pinned = stillPinned(connection)
+            let after = store.listGeneration
+            if after == before { return (pinned, after) }
+            before = after
+        }
+        return (false, nil)
+    }
+
+    // MARK: Writes
+
+    /// What a leased request takes to its write: the pool asks at the write, on the
+    /// connection's event loop, whether the connection may still carry it
+    /// (``PinnedConnectionPool/admitWrite(_:)``).
+    struct WriteGate: Sendable {
+        fileprivate let pool: PinnedConnectionPool
+        fileprivate let connection: PinnedConnection
+        /// The pool's `checkedGeneration` when the request was leased: the connection was
+        /// pinned under it (or retired, and not leased).
+        fileprivate let leasedUnder: UInt64
+        fileprivate let admittedUnder: UInt64
+        fileprivate let observer: (@Sendable (PooledWrite) -> Void)?
+
+        /// Nil when the request may be written now; the failure to end it with otherwise.
+        func admit() -> PinnedHTTPFailure? { pool.admitWrite(self) }
+    }
+
+    /// The last check before a request's first byte. The lease was made under the list
+    /// generation `leasedUnder`; when the store's generation is still that, nothing changed
+    /// (one lock and a clock read). Otherwise a list was installed between the lease and the
+    /// write, and the pool's own re-check (the list-change handler) may not have run yet, or
+    /// ran after this request was leased: the connection is checked here, under one
+    /// generation, and a connection whose pin that list withdrew carries nothing more.
+    private func admitWrite(_ gate: WriteGate) -> PinnedHTTPFailure? {
+        var generation = store.listGeneration
+        var admittedUnder = gate.admittedUnder
+        let rechecked = generation != gate.leasedUnder
+        if rechecked {
+            var refused = false
+            modifyStateAndRunEffects { state in
+                let check = state.admissions[gate.connection.id] == nil
+                    ? (pinned: false, generation: nil)   // already retired for its pins
+                    : pinCheckUnderOneGeneration(gate.connection, from: generation)
+                if let checked = check.generation, check.pinned {
+                    generation = checked
+                    admittedUnder = checked
+                    state.admissions[gate.connection.id] = checked
+                    return []
+                }
+                refused = true
+                guard state.admissions.removeValue(forKey: gate.connection.id) != nil else { return [] }
+                // Retired now rather than when the list-change handler gets here: no other
+                // request is leased to it meanwhile.
+                return state.machine.pinsChanged(revoked: [gate.connection.id])
+            }
+            if refused {
+                verifier.logger.debug("a request leased before a list change was not written: the connection is no longer pinned", metadata: [
+                    "pinstore.host": "\(gate.connection.key.host)",
+                ])
+                return .pinning(PinningFailure(host: gate.connection.key.host, reason: .pinMismatch))
+            }
+        }
+        gate.observer?(PooledWrite(connectionID: gate.connection.id, host: gate.connection.key.host,
+                                   generation: generation, admittedUnder: admittedUnder,
+                                   recheckedAtWrite: rechecked))
+        return nil
+    }
+
     // MARK: Running actions
 
     private enum Effect {
         case create(Int, Key, timeout: TimeAmount)
-        case execute(PooledRequest, PinnedConnection, reused: Bool)
+        case execute(PooledRequest, PinnedConnection, reused: Bool, WriteGate)
         case fail(PooledRequest, PinnedHTTPFailure)
         case close(PinnedConnection?)
         case scheduleIdleTimeout(PinnedConnection, epoch: Int)
@@ -249,7 +376,10 @@ final class PinnedConnectionPool: Sendable {
                         return .fail(request, .connectionLost("The pooled connection was gone before the request was written."))
                     }
                     request.connection.withLock { $0 = connection }
-                    return .execute(request, connection, reused: reused)
+                    let gate = WriteGate(pool: self, connection: connection, leasedUnder: state.checkedGeneration,
+                                         admittedUnder: state.admissions[connectionID] ?? state.checkedGeneration,
+                                         observer: state.writeObserver)
+                    return .execute(request, connection, reused: reused, gate)
                 case .failRequest(let requestID, let reason):
                     guard let request = state.requests.removeValue(forKey: requestID) else { return nil }
                     switch reason {
@@ -259,6 +389,7 @@ final class PinnedConnectionPool: Sendable {
                         return .fail(request, state.connectFailures.removeValue(forKey: id) ?? .connectionLost("The connection failed."))
                     }
                 case .closeConnection(let id):
+                    state.admissions[id] = nil
                     return .close(state.connections.removeValue(forKey: id))
                 case .scheduleIdleTimeout(let id, let epoch):
                     guard let connection = state.connections[id] else { return nil }
@@ -295,7 +426,7 @@ final class PinnedConnectionPool: Sendable {
                 case .failure(let error): self?.connectionFailed(id, PinnedHTTPFailure.classify(error, decision: nil))
                 }
             }
-        case .execute(let request, let connection, let reused):
+        case .execute(let request, let connection, let reused, let gate):
             if request.cancelled.withLock({ $0 }) {
                 // Cancelled while the lease was being made: the connection's state is still clean.
                 request.receiver.fail(.cancelled, afterResponseBytes: false)
@@ -305,7 +436,7 @@ final class PinnedConnectionPool: Sendable {
             request.reused = reused
             request.pool = self
             connection.execute(head: request.request.head, body: request.request.body, silenceTimeout: request.request.timeout,
-                               receiver: request) { control in
+                               receiver: request, gate: gate) { control in
                 request.control.withLock { $0 = control }
                 if request.cancelled.withLock({ $0 }) { control.abort(.cancelled) }
             }
