@@ -89,6 +89,13 @@ final class CertificateTransparencyChecker: Sendable {
         list.map { $0.isStale(at: now) } ?? true
     }
 
+    /// False when no host can be under CT (no section in the list, the default off, no ATS
+    /// exception requiring it): what every decision's report asks first, so stores without CT
+    /// pay nothing more.
+    func mayApply(list: CTLogList?) -> Bool {
+        list != nil || defaultMode != .off || transportSecurity.requiresCertificateTransparencyAnywhere
+    }
+
     /// The CT part of the pin rules for one connection.
     func check(_ connection: PinningContext) -> PinningRuleResult {
         let mode = mode(for: connection.host, list: connection.certificateTransparency)

@@ -109,8 +109,8 @@ extension PinStore {
     /// Whether a decision for `host` at `now` was made with CT failing open (see
     /// ``PinningEvent/certificateTransparencyFailedOpen``).
     func certificateTransparencyFailsOpen(for host: String, at now: Date) -> Bool {
-        guard let name = try? HostName(host) else { return false }
         let list = state.withLock { $0.stored?.certificateTransparency }
+        guard certificateTransparency.mayApply(list: list), let name = try? HostName(host) else { return false }
         return certificateTransparency.mode(for: name, list: list) != .off
             && certificateTransparency.failsOpen(list: list, now: Int64(now.timeIntervalSince1970.rounded(.down)))
     }

@@ -14,6 +14,11 @@ package struct TransportSecurityExceptionTable: Sendable {
     /// No exception: ATS's defaults for every host.
     package static let none = TransportSecurityExceptionTable(entries: [])
 
+    /// Whether some exception enforces Certificate Transparency (`NSRequiresCertificateTransparency`).
+    package var requiresCertificateTransparencyAnywhere: Bool {
+        entries.contains { $0.requirements.requiresCertificateTransparency }
+    }
+
     private init(entries: [Entry]) {
         self.entries = entries
     }
