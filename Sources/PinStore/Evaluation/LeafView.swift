@@ -224,7 +224,7 @@ extension PinStore {
 
     /// The pins in force and the time, read once for a decision.
     func pinSnapshot() -> (list: PinIndex?, domainsConfig: DomainsConfig?, now: Int64) {
-        let (list, domainsConfig, due) = state.withLock { ($0.stored?.index, $0.stored?.domainsConfig, $0.schedule.dueDate) }
+        let (list, domainsConfig, due) = state.withLock { ($0.stored?.index, $0.stored?.domainsConfig, $0.updateDue) }
         let date = clock.now()
         if date >= due { startScheduledUpdateIfDue(at: date) }
         return (list, domainsConfig, Int64(date.timeIntervalSince1970.rounded(.down)))
