@@ -158,6 +158,9 @@ public final class PinStore: Sendable {
         }
     }
 
+    /// A list whose signature has been verified, on its way in: what ``ListVerifier`` makes
+    /// and ``ListUpdater`` checks (``ListAcceptance``) before it goes in force as a
+    /// ``StoredList``.
     struct VerifiedList: Sendable {
         let persisted: PersistedList
         let entries: [FingerprintEntry]
