@@ -166,20 +166,25 @@ struct UpdaterHarness {
         }
         let store = try StoreFixtures.store(fetcher, directory: directory.url, useChallenge: true)
         try #require(await store.update() == .ok)
-        let reader = Task.detached {
-            var mixed = 0
-            while !Task.isCancelled {
+        // The reader is a thread of its own that pauses between reads: a busy task would hold
+        // one of the few cooperative threads the rest of the suite shares.
+        let reading = Locked(true)
+        let mixed = Locked(0)
+        let reader = Thread {
+            while reading.withLock({ $0 }) {
                 let snapshot = store.pinSnapshot()
                 let pinned = Set(snapshot.list?.entries.map(\.name) ?? [])
                 let switched = Set(snapshot.domainsConfig?.domains.keys.map { $0 } ?? [])
-                if pinned != switched { mixed += 1 }
-                await Task.yield()
+                if pinned != switched { mixed.withLock { $0 += 1 } }
+                usleep(10)
             }
-            return mixed
         }
-        for _ in 0..<40 { try #require(await store.update(mode: .forced) == .ok) }
-        reader.cancel()
-        #expect(await reader.value == 0)
+        reader.start()
+        var updates: [PinStore.UpdateResult] = []
+        for _ in 0..<40 { updates.append(await store.update(mode: .forced)) }
+        reading.withLock { $0 = false }
+        #expect(updates.allSatisfy { $0 == .ok })
+        #expect(mixed.withLock { $0 } == 0)
         #expect(fetcher.requestCount == 41)
     }
 }
