@@ -297,7 +297,7 @@ import Testing
         // B never reached the servers (its update is due since start-up): its scheduled update
         // takes A's saved list, verified with the key documents A saved.
         #expect(b.nextUpdateDate <= clock.now())
-        _ = await b.scheduledUpdate()
+        _ = await b.updater.scheduledUpdate()
         #expect(b.keySetVersion == 2)
         #expect(b.storedEntries == [Rotation.other])
         #expect(quiet.requestCount == 0)

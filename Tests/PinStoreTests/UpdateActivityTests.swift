@@ -64,7 +64,7 @@ import Testing
         // Another worker sharing the directory downloads first.
         let first = try StoreFixtures.store(try Self.fetcher(), directory: directory.url, clock: clock)
         #expect(await first.update(mode: .forced) == .ok)
-        let report = await lagging.scheduledUpdate()
+        let report = await lagging.updater.scheduledUpdate()
         #expect(report?.result == .ok)
         #expect(report?.activity == .adoptedFromStoreFile)
         #expect(laggingFetcher.requestCount == 1)

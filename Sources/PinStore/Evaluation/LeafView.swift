@@ -226,7 +226,7 @@ extension PinStore {
     /// The pins in force and the time, read once for a decision.
     func pinSnapshot() -> (list: PinIndex?, domainsConfig: DomainsConfig?, now: Int64, certificateTransparency: CTLogList?, generation: UInt64) {
         let (list, domainsConfig, due, certificateTransparency, generation) = state.withLock {
-            ($0.stored?.index, $0.stored?.domainsConfig, $0.schedule.dueDate, $0.stored?.certificateTransparency, $0.generation)
+            ($0.stored?.index, $0.stored?.domainsConfig, $0.updateDue, $0.stored?.certificateTransparency, $0.generation)
         }
         let date = clock.now()
         if date >= due { startScheduledUpdateIfDue(at: date) }

@@ -21,47 +21,7 @@ extension PinStore: Service {
     /// blocking the caller; `run()` covers the idle store, and refreshes the
     /// `pinstore_list_age_seconds` gauge at least once a minute.
     public func run() async throws {
-        logger.debug("scheduled fingerprint list updates started", metadata: ["pinstore.identifier": "\(configuration.identifier)"])
-        // Graceful shutdown cancels the loop: nothing in it needs to finish first. The loop
-        // stops waiting for a download at once (scheduledUpdate), which completes on its own
-        // for whoever else waits for it.
-        await cancelWhenGracefulShutdown {
-            await self.runSchedule()
-        }
-        logger.debug("scheduled fingerprint list updates stopped", metadata: ["pinstore.identifier": "\(configuration.identifier)"])
+        // The store's updater does the work; the store is the public face of the service.
+        try await updater.run()
     }
-
-    /// The loop behind ``run()``; returns when its task is cancelled.
-    func runSchedule() async {
-        var lastAttempt: Date?
-        while !Task.isCancelled {
-            let now = clock.now()
-            updateGauges(now: now)
-            var due = state.withLock { $0.schedule.dueDate }
-            // At most one scheduled attempt a second, whatever a list's dates say.
-            if let lastAttempt { due = max(due, lastAttempt.addingTimeInterval(Self.minimumScheduledInterval)) }
-            if now < due {
-                // Wake at least once a minute to refresh the age gauge.
-                let wake = min(due, now.addingTimeInterval(Self.gaugeRefreshInterval))
-                do {
-                    try await clock.sleep(until: wake)
-                } catch {
-                    return
-                }
-                continue
-            }
-            lastAttempt = now
-            guard let report = await scheduledUpdate() else { return }
-            if report.result != .ok {
-                logger.debug("scheduled fingerprint list update failed; backing off", metadata: [
-                    "pinstore.result": "\(report.result)", "pinstore.retryAt": "\(nextUpdateDate)",
-                ])
-            }
-        }
-    }
-
-    /// The shortest time between two scheduled attempts (seconds).
-    static let minimumScheduledInterval: TimeInterval = 1
-    /// How often an idle ``run()`` refreshes the list-age gauge (seconds).
-    static let gaugeRefreshInterval: TimeInterval = 60
 }

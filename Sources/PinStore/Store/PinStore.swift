@@ -109,13 +109,6 @@ public final class PinStore: Sendable {
 
     let logger: Logger
     let clock: any PinStoreClock
-    let fetcher: any FingerprintListFetcher
-    /// The key set the configuration ships (``Configuration/publicKey``,
-    /// ``Configuration/additionalPublicKeys``): where every key document chain starts.
-    let configuredKeys: ListKeySet
-    let file: PersistentListFile
-    /// Where the key documents accepted so far are kept (``Configuration/keyDocumentFileURL``).
-    let keyFile: PersistentListFile
     /// The configuration's fallback pins, consulted after the downloaded ones.
     let fallbackIndex: PinIndex
     /// The configuration's static policies and deny pins (Policies/).
@@ -128,35 +121,48 @@ public final class PinStore: Sendable {
     let certificateTransparency: CertificateTransparencyChecker
     /// The ATS transport minimums per host (``Configuration/transportSecurityExceptions``).
     package let transportSecurity: TransportSecurityExceptionTable
+    /// The read path's state: what every pin decision reads, with one lock.
     let state: Locked<State>
+    /// The list's life: downloads, schedule, refusal budget, verification, files. It puts the
+    /// lists it accepts in force in ``state``.
+    let updater: ListUpdater
     let observers = Locked(PinStoreObservers())
     let metrics: PinStoreMetrics
     /// Sends pin-failure reports when ``Configuration/reportURI`` is set (Reports/).
     let reporter: PinFailureReporter?
 
+    /// What every pin decision reads, behind one lock. ``ListUpdater`` writes the list in force
+    /// (``replaceList(_:expires:)``) and publishes when its next update is due (``updateDue``);
+    /// everything else here belongs to the read path.
     struct State {
         /// The verified list in force (nil: nothing downloaded or loaded).
         var stored: StoredList?
-        /// When the next silent (scheduled) update is due, with backoff after failures.
-        var schedule: RefreshSchedule
-        /// The download under way, shared by every caller that needs one.
-        var inFlight: Task<UpdateReport, Never>?
-        /// When the last download on behalf of a refusal started, for ``updateAfterRefusal()``.
-        var lastRefusalUpdate: Date?
+        /// The `expires` of the list in force (Unix seconds); `.max` when it has none.
+        var listExpires: Int64 = .max
         /// Bumped on every change of the list in force, and when a pin expires.
         var generation: UInt64 = 0
         /// When the next pin (list, fallback or policy) expires, Unix seconds: reaching it bumps
         /// ``generation``. `.min`: not known yet (recomputed on the next read, without a bump).
         var nextPinExpiry: Int64 = .min
-        /// The list-signing keys in force and the key documents that led to them.
-        var keys: TrustedKeys
-        /// The `expires` of the list in force (Unix seconds); `.max` when it has none.
-        var listExpires: Int64 = .max
         /// The `expires` whose passing has been reported (one log line per list).
         var reportedListExpiry: Int64?
+        /// When the updater's next scheduled download is due (its ``RefreshSchedule/dueDate``,
+        /// published with every change), so a decision checks the schedule in the same lock read.
+        var updateDue: Date = .distantPast
+
+        /// Puts `list` in force (nil: none) and bumps the generation, so whoever keeps trust
+        /// derived from the old list checks it again.
+        mutating func replaceList(_ list: StoredList?, expires: Int64?) {
+            stored = list
+            listExpires = expires ?? .max
+            generation &+= 1
+            nextPinExpiry = .min
+        }
     }
 
-    /// A list whose signature has been verified, on its way in.
+    /// A list whose signature has been verified, on its way in: what ``ListVerifier`` makes
+    /// and ``ListUpdater`` checks (``ListAcceptance``) before it goes in force as a
+    /// ``StoredList``.
     struct VerifiedList: Sendable {
         let persisted: PersistedList
         let entries: [FingerprintEntry]
@@ -214,12 +220,11 @@ public final class PinStore: Sendable {
         self.configuration = kept
         self.logger = logger ?? Logger(label: "PinStore", factory: { _ in SwiftLogNoOpLogHandler() })
         self.clock = clock
-        self.fetcher = fetcher
-        self.configuredKeys = keySet
         self.fallbackIndex = fallback
         self.staticPins = staticPins
         self.transportSecurity = try TransportSecurityExceptionTable(configuration.transportSecurityExceptions)
-        self.metrics = PinStoreMetrics(identifier: configuration.identifier, factory: metricsFactory ?? MetricsSystem.factory)
+        let metrics = PinStoreMetrics(identifier: configuration.identifier, factory: metricsFactory ?? MetricsSystem.factory)
+        self.metrics = metrics
         self.reporter = configuration.reportURI.map { uri in
             PinFailureReporter(uri: uri, sender: reportSender ?? URLSessionReportSender(), limits: reportLimits, clock: clock,
                                identifier: configuration.identifier, metricsFactory: metricsFactory ?? MetricsSystem.factory,
@@ -233,17 +238,14 @@ public final class PinStore: Sendable {
         self.certificateTransparency = certificateTransparency
         self.rules = PinningRules(enforcement: configuration.enforcement, expectedNames: expectedNames, staticPins: staticPins,
                                   certificateTransparency: certificateTransparency)
-        // A store file is at most a list body in Base64 plus a little (saturating: `.max` means
-        // "no limit" to a caller and must not trap).
-        let fileLimit = configuration.maximumListSize > (Int.max - 64 * 1024) / 2 ? Int.max : configuration.maximumListSize * 2 + 64 * 1024
-        self.file = PersistentListFile(url: configuration.storeFileURL, maximumSize: fileLimit)
-        self.keyFile = PersistentListFile(url: configuration.keyDocumentFileURL, maximumSize: KeyChain.maximumStoredSize)
-        self.state = Locked(State(stored: nil,
-                                  schedule: RefreshSchedule(listDue: .distantPast, periodicInterval: configuration.periodicUpdateInterval),
-                                  inFlight: nil, keys: TrustedKeys(configured: keySet)))
-        // The keys first: the stored list is verified with the keys in force.
-        loadKeyDocuments()
-        loadPersistedList()
+        let state = Locked(State())
+        self.state = state
+        self.updater = ListUpdater(configuration: kept, configuredKeys: keySet, fetcher: fetcher, clock: clock,
+                                   logger: self.logger, metrics: metrics, inForce: state)
+        updater.connect(ListUpdater.Hooks(
+            listChanged: { [weak self] now in self?.listChanged(at: now) },
+            refreshGauges: { [weak self] now in self?.updateGauges(now: now) }))
+        updater.loadSaved()
         warnAboutExpiredPolicies()
         if configuration.enforcement != .enforced || configuration.policies.contains(where: \.reportOnly) {
             // Once per store: report-only shipped by mistake should be visible in the first lines of a log.
@@ -371,7 +373,7 @@ public final class PinStore: Sendable {
         if let expectedNames, !expectedNames.contains(host) {
             return .untrusted
         }
-        let (stored, due) = state.withLock { ($0.stored?.index, $0.schedule.dueDate) }
+        let (stored, due) = state.withLock { ($0.stored?.index, $0.updateDue) }
         let date = clock.now()
         // A store in use follows its schedule: the caller goes on with the pins it has while
         // one shared download runs in the background. Costs a compare when nothing is due.
@@ -398,7 +400,7 @@ public final class PinStore: Sendable {
         }
     }
 
-    // MARK: - Updates
+    // MARK: - Updates (delegated to the updater)
 
     /// Brings the list up to date as `mode` says and reports how it went.
     @discardableResult
@@ -408,19 +410,7 @@ public final class PinStore: Sendable {
 
     /// Like ``update(mode:)``, with the detailed error behind a failure.
     public func updateWithReport(mode: UpdateMode = .default) async -> UpdateReport {
-        let now = clock.now()
-        let (hasValidStored, due) = state.withLock { state in
-            (state.stored.map { now.timeIntervalSince1970 < Double($0.index.latestExpires) } ?? false, state.schedule.isDue(at: now))
-        }
-        if mode == .forced || !hasValidStored {
-            return await sharedDownload()
-        }
-        if due {
-            // Silent update: the caller goes on with the pins it has.
-            _ = startDownloadIfNeeded()
-            return UpdateReport(result: .ok, error: nil, activity: .startedInBackground)
-        }
-        return UpdateReport(result: .ok, error: nil, activity: .notDue)
+        await updater.update(mode: mode)
     }
 
     /// ``update(mode:)`` for delegate-style code: `completion` runs on `completionQueue`.
@@ -457,14 +447,20 @@ public final class PinStore: Sendable {
 
     /// When the next silent update is due.
     public var nextUpdateDate: Date {
-        state.withLock { $0.schedule.dueDate }
+        updater.nextUpdateDate
+    }
+
+    /// The version of the key set lists are verified with now: the configuration's
+    /// ``Configuration/trustedKeyVersion`` until a key document has been accepted.
+    public var keySetVersion: Int64 {
+        updater.keySetVersion
     }
 
     /// Adapters that reuse connections call this for every request: a store in use follows its
     /// schedule even when no new connection (and so no pin check) is made. A clock read and a
     /// compare when nothing is due.
     package func noteUse() {
-        let due = state.withLock { $0.schedule.dueDate }
+        let due = state.withLock { $0.updateDue }
         let now = clock.now()
         if now >= due { startScheduledUpdateIfDue(at: now) }
     }
@@ -472,45 +468,7 @@ public final class PinStore: Sendable {
     /// Starts the shared background download when the schedule says one is due and none is
     /// under way.
     func startScheduledUpdateIfDue(at now: Date) {
-        state.withLock { state in
-            guard state.inFlight == nil, state.schedule.isDue(at: now) else { return }
-            state.inFlight = makeDownloadTask(adoptingNewerFile: true)
-        }
-    }
-
-    /// The scheduled update ``run()`` waits for: joins one under way, else starts one that
-    /// first looks for a newer list another process saved.
-    /// Returns nil when the calling task is cancelled first: the download goes on for whoever
-    /// else waits for it, but ``run()`` does not wait for a slow list server to stop.
-    func scheduledUpdate() async -> UpdateReport? {
-        let download = state.withLock { state in
-            if let running = state.inFlight { return running }
-            let task = makeDownloadTask(adoptingNewerFile: true)
-            state.inFlight = task
-            return task
-        }
-        return await Self.valueUnlessCancelled(download)
-    }
-
-    /// `task.value`, or nil as soon as the calling task is cancelled (an unstructured task's
-    /// `value` ignores the waiter's cancellation).
-    static func valueUnlessCancelled(_ task: Task<UpdateReport, Never>) async -> UpdateReport? {
-        let waiter = Locked<CheckedContinuation<UpdateReport?, Never>?>(nil)
-        @Sendable func resume(_ value: UpdateReport?) {
-            waiter.withLock { continuation in
-                continuation?.resume(returning: value)
-                continuation = nil
-            }
-        }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<UpdateReport?, Never>) in
-                waiter.withLock { $0 = continuation }
-                if Task.isCancelled { resume(nil); return }
-                Task { resume(await task.value) }
-            }
-        } onCancel: {
-            resume(nil)
-        }
+        updater.startScheduledUpdateIfDue(at: now)
     }
 
     /// The verified, unexpired entries in force (downloaded ones; fallback excluded), sorted
@@ -532,311 +490,41 @@ public final class PinStore: Sendable {
     ///   list has changed since (a download that just ended), nothing is downloaded and the
     ///   result is `.ok`: deciding again uses the new list.
     func updateAfterRefusal(decidedUnder generation: UInt64? = nil) async -> UpdateResult? {
-        let now = clock.now()
-        // Join or start in one critical section: a download that ends between a check and a
-        // start must not let refusals chain downloads back to back.
-        var listChanged = false
-        let download = state.withLock { state -> Task<UpdateReport, Never>? in
-            // Joining a download under way (scheduled, explicit or another refusal's) is free
-            // and does not start the minute.
-            if let running = state.inFlight { return running }
-            if let generation, generation != state.generation {
-                listChanged = true
-                return nil
-            }
-            if let last = state.lastRefusalUpdate, now >= last,
-               now.timeIntervalSince(last) < configuration.refusalUpdateInterval { return nil }
-            state.lastRefusalUpdate = now
-            let task = makeDownloadTask()
-            state.inFlight = task
-            return task
-        }
-        if listChanged { return .ok }
-        guard let download else { return nil }
-        return await download.value.result
+        await updater.updateAfterRefusal(decidedUnder: generation)
     }
 
-    /// The shortest time from one applied list to the next scheduled download (seconds), unless
-    /// the periodic interval is shorter (drills).
-    static let minimumUpdateInterval: TimeInterval = 60
+    // MARK: - What derives from the list in force
 
-    private func sharedDownload() async -> UpdateReport {
-        await startDownloadIfNeeded().value
-    }
-
-    private func startDownloadIfNeeded() -> Task<UpdateReport, Never> {
-        state.withLock { state in
-            if let running = state.inFlight { return running }
-            let task = makeDownloadTask()
-            state.inFlight = task
-            return task
-        }
-    }
-
-    /// The one download task; call with the state lock held and store it in `inFlight`.
-    ///
-    /// - Parameter adoptingNewerFile: For scheduled updates: when another process sharing the
-    ///   storage directory saved a newer verified list that is not due yet, take it instead of
-    ///   downloading.
-    private func makeDownloadTask(adoptingNewerFile: Bool = false) -> Task<UpdateReport, Never> {
-        Task { [self] in
-            if adoptingNewerFile, self.adoptNewerStoredList() {
-                self.state.withLock { $0.inFlight = nil }
-                self.metrics.record(.ok)
-                return UpdateReport(result: .ok, error: nil, activity: .adoptedFromStoreFile)
-            }
-            let report = await self.downloadAndApply()
-            if report.result == .ok {
-                FreedMemory.returnAfterLargeList(pinCount: self.state.withLock { $0.stored?.index.pinCount ?? 0 })
-            }
-            let now = self.clock.now()
-            self.state.withLock { state in
-                state.inFlight = nil
-                if report.result != .ok { state.schedule.downloadFailed(at: now) }
-            }
-            self.metrics.record(report.result)
-            return report
-        }
-    }
-
-    private func downloadAndApply() async -> UpdateReport {
-        // One time for the whole update: key document expiry, list expiry and the schedule.
-        let now = clock.now()
-        noteListExpiry(at: now)
-        do {
-            let keys = try await refreshKeys(at: now)
-            let verified = try await download(keys: keys)
-            let saveError = try apply(verified, now: now)
-            logger.info("fingerprint list updated", metadata: ["entries": "\(verified.entries.count)", "identifier": "\(configuration.identifier)"])
-            return UpdateReport(result: .ok, error: nil, saveError: saveError)
-        } catch {
-            logger.warning("fingerprint list update failed", metadata: ["reason": "\(error)", "identifier": "\(configuration.identifier)"])
-            return UpdateReport(result: error.updateResult, error: error)
-        }
-    }
-
-    private func download(keys: ListKeySet) async throws(PinStoreError) -> VerifiedList {
-        var headers: [String: String] = [:]
-        var challenge: String?
-        if configuration.useChallenge {
-            let fresh = try RandomBytes.generate(16).base64EncodedString()
-            challenge = fresh
-            headers[Self.challengeHeader] = fresh
-        }
-        let request = FingerprintListRequest(url: configuration.serviceURL, headers: headers,
-                                             timeout: configuration.requestTimeout,
-                                             maximumBodySize: configuration.maximumListSize,
-                                             allowsLoopbackHTTP: configuration.serviceURL.isLoopbackHTTP)
-        let response = try await fetcher.fetch(request)
-        guard (200..<300).contains(response.statusCode) else {
-            throw PinStoreError(.network, "The list server answered HTTP \(response.statusCode).")
-        }
-        guard response.body.count <= configuration.maximumListSize else {
-            throw PinStoreError(.invalidListData, "The list is larger than the \(configuration.maximumListSize)-byte limit.")
-        }
-        let persisted = PersistedList(mode: challenge == nil ? .static : .challenge, body: response.body,
-                                      challenge: challenge,
-                                      signature: challenge == nil ? nil : response.headers[Self.signatureHeader.lowercased()],
-                                      extraSignatures: challenge == nil ? nil : response.headers[ListVerifier.extraSignaturesHeader.lowercased()],
-                                      nextUpdate: 0)
-        return try verifier(keys).verify(persisted)
-    }
-
-    /// The pure verifier for `keys` and this configuration.
-    func verifier(_ keys: ListKeySet) -> ListVerifier {
-        ListVerifier(keys: keys, requireListSignature: configuration.requireListSignature,
-                     mode: configuration.useChallenge ? .challenge : .static)
-    }
-
-    /// Verifies signed material, from the network or from the store file, with the keys in force.
-    func verify(_ persisted: PersistedList) throws(PinStoreError) -> VerifiedList {
-        try verifier(state.withLock { $0.keys.current }).verify(persisted)
-    }
-
-    /// Refuses a list older than the one in force: a lower signed timestamp or `version`, or
-    /// none at all once one has been seen (else a signed body without one would erase the
-    /// floor and let an older list in after it). Returns false when the list has the same
-    /// `version` as the one in force: nothing to do.
-    private static func checkRollback(_ verified: VerifiedList, against current: StoredList?) throws(PinStoreError) -> Bool {
-        if let storedVersion = current?.version {
-            guard let newVersion = verified.version else {
-                throw PinStoreError(.rollback, "The list has no signed version, but the stored list has version \(storedVersion); refusing a possible rollback.")
-            }
-            if newVersion < storedVersion {
-                throw PinStoreError(.rollback, "The list's version \(newVersion) is lower than the stored list's \(storedVersion); refusing a rollback.")
-            }
-            if newVersion == storedVersion { return false }
-        }
-        guard let storedTimestamp = current?.timestamp else { return true }
-        guard let newTimestamp = verified.timestamp else {
-            throw PinStoreError(.invalidListData, "The list has no timestamp, but the stored list has \(storedTimestamp); refusing a possible rollback.")
-        }
-        if newTimestamp < storedTimestamp {
-            throw PinStoreError(.invalidListData, "The list's timestamp \(newTimestamp) is older than the stored list's \(storedTimestamp); refusing a rollback.")
-        }
-        return true
-    }
-
-    /// Refuses a list past its own `expires` at `now`: a validly signed old list replayed by
-    /// whoever answers the list request (a freeze attack) must not count as fresh.
-    static func checkNotExpired(_ verified: VerifiedList, at now: Date) throws(PinStoreError) {
-        guard let expires = verified.expires, now.timeIntervalSince1970 >= Double(expires) else { return }
-        throw PinStoreError(.expired, "The list expired at \(Date(timeIntervalSince1970: TimeInterval(expires))) (version \(verified.version.map(String.init) ?? "none")); it may be an old list replayed. Publish a freshly signed list with a later \"expires\".")
-    }
-
-    /// Puts a verified download in force and saves it. Returns the save error, if any: the
-    /// list is in force in this process all the same.
-    private func apply(_ verified: VerifiedList, now: Date) throws(PinStoreError) -> PinStoreError? {
-        let current = state.withLock { $0.stored }
-        try Self.checkNotExpired(verified, at: now)
-        guard try Self.checkRollback(verified, against: current) else {
-            // The same version as the list in force: nothing changes but the schedule.
-            keepCurrentList(now: now)
-            return nil
-        }
-        let valid = verified.entries.filter { $0.isValid(at: now) }
-        guard !valid.isEmpty else {
-            throw PinStoreError(.noValidEntries, verified.entries.isEmpty
-                ? "The verified list has no entries; the stored pins are kept."
-                : "Every entry of the verified list has expired; the stored pins are kept.")
-        }
-        // At least a minute (or the periodic interval, when shorter) between downloads, however
-        // close a pin is to expiring: every validate acts on this date, in every process.
-        let next = nextUpdate(for: valid, listExpires: verified.expires, now: now)
-        var persisted = verified.persisted
-        persisted.nextUpdate = next.timeIntervalSince1970
-        persisted.updatedAt = now.timeIntervalSince1970
-        var saveError: PinStoreError?
-        do {
-            try file.save(persisted)
-        } catch {
-            // The verified list is still good for this process; only persistence failed. A
-            // restart would bring the older file back, so say so loudly and count it.
-            saveError = error
-            metrics.saveFailures.increment()
-            logger.error("could not save the fingerprint list; it is in force in this process only", metadata: ["reason": "\(error)"])
-        }
-        install(valid, from: persisted, verified: verified, now: now)
-        return saveError
-    }
-
-    /// When the next download is due after a list applied at `now`: the deployed clients'
-    /// rule, no later than the list's own `expires` (an expired list is updated at once), and
-    /// at least a minute (or the periodic interval, when shorter) away however close a pin is
-    /// to expiring: every validate acts on this date, in every process.
-    private func nextUpdate(for valid: [FingerprintEntry], listExpires: Int64?, now: Date) -> Date {
-        var next = UpdateSchedule.nextUpdate(for: valid, now: now, periodicInterval: configuration.periodicUpdateInterval,
-                                             expirationThreshold: configuration.expirationUpdateThreshold)
-        if let listExpires { next = min(next, Date(timeIntervalSince1970: TimeInterval(listExpires))) }
-        return max(next, now.addingTimeInterval(min(Self.minimumUpdateInterval, configuration.periodicUpdateInterval)))
-    }
-
-    /// A download brought the version already in force: keep it, and schedule as if applied.
-    private func keepCurrentList(now: Date) {
-        let (entries, expires) = state.withLock { ($0.stored?.index.entries ?? [], $0.listExpires) }
-        let valid = entries.filter { $0.isValid(at: now) }
-        let next = nextUpdate(for: valid, listExpires: expires == .max ? nil : expires, now: now)
-        state.withLock { $0.schedule.listApplied(nextUpdate: min(next, now.addingTimeInterval(configuration.periodicUpdateInterval))) }
-    }
-
-    /// Makes `entries` (verified, from `persisted`) the list in force and tells whoever keeps
-    /// trust derived from the old one.
-    /// `fromFile`: the list was read from the store file at start-up, whose dates nobody signed
-    /// and which may be old; see ``RefreshSchedule/dueDate(ofListFromFile:signedTimestamp:now:periodicInterval:)``.
-    private func install(_ entries: [FingerprintEntry], from persisted: PersistedList, verified: VerifiedList,
-                         now: Date, fromFile: Bool = false) {
-        let timestamp = verified.timestamp
-        // Under ``ExpiredListPolicy/refusePins`` no pin outlives its list: every read path
-        // (validate, the evaluators, the generation that re-checks pooled connections) then
-        // drops the list's pins at the list's `expires`, with nothing checked per decision.
-        var entries = entries
-        if let listExpires = verified.expires, configuration.expiredListPolicy == .refusePins {
-            entries = entries.map { entry in
-                entry.expires <= listExpires ? entry
-                    : FingerprintEntry(name: entry.name, fingerprint: entry.fingerprint, expires: listExpires,
-                                       depth: entry.depth, kind: entry.kind)
-            }
-        }
-        let list = StoredList(index: PinIndex(entries: entries), timestamp: timestamp,
-                              updatedAt: persisted.updatedAt, identity: Self.identity(of: persisted),
-                              domainsConfig: verified.domainsConfig, version: verified.version,
-                              certificateTransparency: verified.certificateTransparency)
-        // The file's date is not signed (and another process may run with a longer interval):
-        // never later than this store's own periodic interval.
-        var nextUpdate = fromFile
-            ? RefreshSchedule.dueDate(ofListFromFile: persisted, signedTimestamp: timestamp, now: now,
-                                      periodicInterval: configuration.periodicUpdateInterval)
-            : min(Date(timeIntervalSince1970: persisted.nextUpdate), now.addingTimeInterval(configuration.periodicUpdateInterval))
-        if let listExpires = verified.expires {
-            nextUpdate = min(nextUpdate, Date(timeIntervalSince1970: TimeInterval(listExpires)))
-        }
-        state.withLock { state in
-            state.stored = list
-            state.listExpires = verified.expires ?? .max
-            state.schedule.listApplied(nextUpdate: nextUpdate)
-            state.generation &+= 1
-            state.nextPinExpiry = .min
-        }
+    /// The list in force changed (the updater installed, adopted or dropped one).
+    func listChanged(at now: Date) {
         updateGauges(now: now)
         notifyListChanged()
     }
 
-    /// What tells two saved lists apart: the signed material and the schedule.
-    static func identity(of persisted: PersistedList) -> Data {
-        var material = Data()
-        for part in [persisted.body, Data((persisted.challenge ?? "").utf8), Data((persisted.signature ?? "").utf8),
-                     Data("\(persisted.mode.rawValue)|\(persisted.nextUpdate)".utf8)] {
-            withUnsafeBytes(of: UInt64(part.count).bigEndian) { material.append(contentsOf: $0) }
-            material.append(part)
-        }
-        return SHA256Digest.hash(material)
+    /// Whether the list in force is past its own `expires` at `now`.
+    func listIsExpired(at now: Date) -> Bool {
+        let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
+        return state.withLock { seconds >= $0.listExpires }
     }
 
-    private func loadPersistedList() {
-        do {
-            guard let persisted = try file.load(logger: logger) else { return }
-            let verified = try verify(persisted)
-            let now = clock.now()
-            let valid = verified.entries.filter { $0.isValid(at: now) }
-            install(valid, from: persisted, verified: verified, now: now, fromFile: true)
-        } catch {
-            logger.warning("ignoring the stored fingerprint list", metadata: ["reason": "\(error)", "file": "\(file.url.path)"])
+    /// Reports, once per list, that the list in force has passed its `expires`: one log line
+    /// and the `pinstore_list_expired` gauge (decisions say it through
+    /// ``PinningEvent/listExpired``). Cheap when nothing expired: one lock and a compare.
+    func noteListExpiry(at now: Date) {
+        let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
+        let newlyExpired: Int64? = state.withLock { state in
+            guard seconds >= state.listExpires else { return nil }
+            guard state.reportedListExpiry != state.listExpires else { return nil }
+            state.reportedListExpiry = state.listExpires
+            return state.listExpires
         }
-    }
-
-    /// Several processes may share one storage directory (the workers of one server). When
-    /// this store's update is due and the file holds a different list that verifies, is not
-    /// older (signed timestamps) and is not due itself, another process has just updated it:
-    /// take that list instead of downloading. Returns whether it did.
-    private func adoptNewerStoredList() -> Bool {
-        let now = clock.now()
-        guard let persisted = try? file.load(), persisted.nextUpdate > now.timeIntervalSince1970 else { return false }
-        let current = state.withLock { $0.stored }
-        if let current {
-            if current.identity == Self.identity(of: persisted) { return false }
-            // Newer means downloaded later: a static list has no signed timestamp, so an older
-            // file (a save of ours that failed, a list another process had before) must not
-            // bring back a pin that has since been removed.
-            guard let theirs = persisted.updatedAt, let ours = current.updatedAt, theirs > ours else { return false }
-        }
-        // The process that saved the list may have followed newer key documents first (verified
-        // again here from the configured keys, as at start-up).
-        if configuration.keyDocumentURL != nil { loadKeyDocuments() }
-        do {
-            let verified = try verify(persisted)
-            try Self.checkNotExpired(verified, at: now)
-            guard try Self.checkRollback(verified, against: current) else { return false }
-            let valid = verified.entries.filter { $0.isValid(at: now) }
-            guard !valid.isEmpty else { return false }
-            // Not `fromFile`: another process of this user (the loader refuses anyone else's
-            // file) has just downloaded it, so its schedule stands, within this store's interval.
-            install(valid, from: persisted, verified: verified, now: now)
-            logger.info("adopted the newer fingerprint list another process saved", metadata: ["entries": "\(valid.count)", "identifier": "\(configuration.identifier)"])
-            return true
-        } catch {
-            logger.debug("not adopting the stored fingerprint list", metadata: ["reason": "\(error)"])
-            return false
-        }
+        metrics.listExpired.record(seconds >= state.withLock({ $0.listExpires }) ? 1 : 0)
+        guard let newlyExpired else { return }
+        logger.warning("the fingerprint list in force has expired; updating now", metadata: [
+            "pinstore.identifier": "\(configuration.identifier)",
+            "pinstore.expires": "\(Date(timeIntervalSince1970: TimeInterval(newlyExpired)))",
+            "pinstore.expiredListPolicy": "\(configuration.expiredListPolicy == .refusePins ? "refusePins" : "keepPins")",
+        ])
     }
 
     /// Refreshes `pinstore_valid_pins` and `pinstore_list_age_seconds`.

@@ -84,7 +84,7 @@ public enum FuzzEntryPoints {
         let file = PersistentListFile(url: url, maximumSize: 4 << 20)
         guard let persisted = try? file.load() else { return }
         guard let store = fuzzStore(directory: directory) else { return }
-        _ = try? store.verify(persisted)
+        _ = try? store.updater.verify(persisted)
     }
 
     private static let stores = Locked<[URL: PinStore]>([:])

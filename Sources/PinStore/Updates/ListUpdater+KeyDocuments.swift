@@ -18,10 +18,9 @@ struct TrustedKeys: Sendable {
     }
 }
 
-extension PinStore {
-    /// The version of the key set lists are verified with now: the configuration's
-    /// ``Configuration/trustedKeyVersion`` until a key document has been accepted.
-    public var keySetVersion: Int64 {
+extension ListUpdater {
+    /// The version of the key set lists are verified with now (``PinStore/keySetVersion``).
+    var keySetVersion: Int64 {
         state.withLock { $0.keys.current.version }
     }
 
@@ -55,9 +54,9 @@ extension PinStore {
         }
     }
 
-    /// Follows the published key documents from the trusted version (one update's step of
-    /// ``downloadAndApply()``), saves and installs what it accepted, and returns the key set to
-    /// verify the list with. Without a ``Configuration/keyDocumentURL`` it returns the keys in
+    /// Follows the published key documents from the trusted version (the first step of every
+    /// download), saves and installs what it accepted, and returns the key set to
+    /// verify the list with. Without a ``PinStore/Configuration/keyDocumentURL`` it returns the keys in
     /// force and touches nothing.
     ///
     /// - Throws: what ``KeyChain/follow(from:documents:maximumSteps:)`` and
@@ -105,48 +104,20 @@ extension PinStore {
     /// same update downloads right after. Until it arrives, the host falls back to the fallback
     /// pins and the static policies, or is refused as unpinned (fail closed).
     func dropListNotSignedBy(_ keys: ListKeySet, at now: Date) {
-        guard let stored = state.withLock({ $0.stored }) else { return }
+        guard let stored = inForce.withLock({ $0.stored }) else { return }
         if let persisted = try? file.load(), Self.identity(of: persisted) == stored.identity,
            (try? verifier(keys).verify(persisted)) != nil {
             return
         }
-        state.withLock { state in
-            guard state.stored?.identity == stored.identity else { return }   // replaced meanwhile
-            state.stored = nil
-            state.listExpires = .max
-            state.generation &+= 1
-            state.nextPinExpiry = .min
+        let dropped = inForce.withLock { state in
+            guard state.stored?.identity == stored.identity else { return false }   // replaced meanwhile
+            state.replaceList(nil, expires: nil)
+            return true
         }
-        updateGauges(now: now)
-        notifyListChanged()
+        guard dropped else { return }
+        hooks.withLock { $0 }.listChanged(now)
         logger.warning("the list in force is not signed by the new list-signing keys; its pins no longer count", metadata: [
             "pinstore.identifier": "\(configuration.identifier)", "pinstore.keyVersion": "\(keys.version)",
-        ])
-    }
-
-    /// Whether the list in force is past its own `expires` at `now`.
-    func listIsExpired(at now: Date) -> Bool {
-        let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
-        return state.withLock { seconds >= $0.listExpires }
-    }
-
-    /// Reports, once per list, that the list in force has passed its `expires`: one log line
-    /// and the `pinstore_list_expired` gauge (decisions say it through
-    /// ``PinningEvent/listExpired``). Cheap when nothing expired: one lock and a compare.
-    func noteListExpiry(at now: Date) {
-        let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
-        let newlyExpired: Int64? = state.withLock { state in
-            guard seconds >= state.listExpires else { return nil }
-            guard state.reportedListExpiry != state.listExpires else { return nil }
-            state.reportedListExpiry = state.listExpires
-            return state.listExpires
-        }
-        metrics.listExpired.record(seconds >= state.withLock({ $0.listExpires }) ? 1 : 0)
-        guard let newlyExpired else { return }
-        logger.warning("the fingerprint list in force has expired; updating now", metadata: [
-            "pinstore.identifier": "\(configuration.identifier)",
-            "pinstore.expires": "\(Date(timeIntervalSince1970: TimeInterval(newlyExpired)))",
-            "pinstore.expiredListPolicy": "\(configuration.expiredListPolicy == .refusePins ? "refusePins" : "keepPins")",
         ])
     }
 }

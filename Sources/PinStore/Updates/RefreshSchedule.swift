@@ -4,8 +4,9 @@ import Foundation
 /// pushed back after failed downloads so that a list server that is down is asked again after
 /// a minute, then two, four, ... but never less often than the periodic interval.
 ///
-/// A plain value with no clock and no task: ``PinStore`` keeps it behind its lock and
-/// ``PinStore/run()`` and every `validate` read ``dueDate``. Tests drive it with dates.
+/// A plain value with no clock and no task: ``ListUpdater`` keeps it behind its lock and
+/// publishes ``dueDate`` to the store's read state, which every `validate` checks; the
+/// updater's schedule loop (``PinStore/run()``) sleeps until it. Tests drive it with dates.
 struct RefreshSchedule: Sendable, Equatable {
     /// The first retry delay after a failed download (seconds); it doubles with every further
     /// failure.
