@@ -1,5 +1,7 @@
 import Foundation
+import MetricsTestKit
 import PinStoreTestSupport
+import PinStoreTesting
 import Testing
 @testable import PinStore
 
@@ -112,6 +114,32 @@ import Testing
         checker.registerPrivateAnchors([try TestResources.certificate("pki/intermediate-ca.pem")])
         let decision = Self.rules(.enforce, checker: checker).decide(try Self.context(Self.localhost(), pins: Self.pinnedLocalhost(), logs: Self.logList()))
         #expect(decision.failure?.reason.isCertificateTransparency == true)
+    }
+
+    @Test func aStaleLogListIsCountedAsListStale() throws {
+        let metrics = TestMetrics()
+        let checker = CertificateTransparencyChecker(defaultMode: .enforce, metricsFactory: metrics)
+        let stale = try Self.logList(timestamp: Self.now - 71 * 86_400)
+        _ = Self.rules(.enforce, checker: checker).decide(try Self.context(Self.localhost(), pins: Self.pinnedLocalhost(), logs: stale))
+        let counter = try metrics.expectCounter("pinstore_ct_checks_total", [("store", "default"), ("outcome", "list_stale")])
+        #expect(counter.totalValue == 1)
+        #expect(try metrics.expectGauge("pinstore_ct_log_list_age_seconds", [("store", "default")]).lastValue == Double(71 * 86_400))
+    }
+
+    @Test func aDuplicatedSCTExtensionIsAnUnreadableRefusal() throws {
+        let pki = try TestPKI(hosts: ["localhost"])
+        let log = try TestCTLog()
+        let leaf = try pki.issueLeaf(for: ["localhost"], embedding: [TestSCT(log: log)], corruption: .duplicatedExtension)
+        let chain = try #require(ValidatedChain(uncheckedCertificates: leaf.chainDER + [pki.root.derRepresentation]))
+        let pins = [FingerprintEntry(name: "localhost", fingerprint: leaf.certificate.fingerprint, expires: 4_102_444_799)]
+        let checker = CertificateTransparencyChecker(defaultMode: .enforce, checksPrivateAnchors: true)
+        let decision = Self.rules(.enforce, checker: checker).decide(try Self.context(.validated(chain), pins: pins, logs: Self.logList()))
+        guard case .certificateTransparencyNotMet(let violation)? = decision.failure?.reason else {
+            Issue.record("expected a CT refusal, got \(decision)")
+            return
+        }
+        #expect(violation.problem == .unreadableSCTs)
+        #expect(violation.detail.contains("more than once"))
     }
 
     @Test func anSCTFromAnUnknownLogAsksForOneUpdate() {
