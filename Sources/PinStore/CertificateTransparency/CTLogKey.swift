@@ -103,30 +103,8 @@ final class CTLogKey: Sendable {
     /// nothing here throws or traps.
     func verify(signature: Data, over message: Data) -> Bool {
         guard !signature.isEmpty else { return false }
-        guard let context = EVP_MD_CTX_new() else {
-            OpenSSLErrorQueue.clear()
-            return false
+        return signature.withUnsafeBytes { sig in
+            message.withUnsafeBytes { msg in key.verifySHA256(signature: sig, message: msg) }
         }
-        defer { EVP_MD_CTX_free(context) }
-        // The default RSA padding of EVP_DigestVerify is PKCS#1 v1.5, which RFC 6962 requires.
-        guard EVP_DigestVerifyInit(context, nil, PrefetchedAlgorithms.shared.sha256, nil, key.pointer) == 1 else {
-            OpenSSLErrorQueue.clear()
-            return false
-        }
-        let rc = signature.withUnsafeBytes { sig in
-            message.withUnsafeBytes { msg in
-                // EVP_DigestVerify wants a non-null message pointer even for an empty message.
-                withUnsafePointer(to: UInt8(0)) { empty in
-                    EVP_DigestVerify(context,
-                                     sig.baseAddress?.assumingMemoryBound(to: UInt8.self), sig.count,
-                                     msg.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? empty, msg.count)
-                }
-            }
-        }
-        if rc != 1 {
-            // A bad signature leaves decode errors on the queue: expected, not news for a later call.
-            OpenSSLErrorQueue.clear()
-        }
-        return rc == 1
     }
 }

@@ -126,27 +126,7 @@ public struct P256PublicKey: Sendable {
     // MARK: - OpenSSL
 
     private func verify(derSignature: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer) -> Bool {
-        guard let context = EVP_MD_CTX_new() else {
-            OpenSSLErrorQueue.clear()
-            return false
-        }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, PrefetchedAlgorithms.shared.sha256, nil, key.pointer) == 1 else {
-            OpenSSLErrorQueue.clear()
-            return false
-        }
-        // EVP_DigestVerify wants a non-null message pointer even for an empty message.
-        var empty: UInt8 = 0
-        let rc = withUnsafePointer(to: &empty) { emptyPointer in
-            EVP_DigestVerify(context,
-                             derSignature.baseAddress?.assumingMemoryBound(to: UInt8.self), derSignature.count,
-                             message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyPointer, message.count)
-        }
-        if rc != 1 {
-            // A bad signature leaves decode errors on the queue; they are expected, not news.
-            OpenSSLErrorQueue.clear()
-        }
-        return rc == 1
+        key.verifySHA256(signature: derSignature, message: message)
     }
 
     /// Re-encodes raw `r || s` as DER through OpenSSL's `ECDSA_SIG`.

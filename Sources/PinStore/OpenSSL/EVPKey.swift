@@ -17,6 +17,31 @@ final class EVPKey: @unchecked Sendable {
         EVP_PKEY_free(pointer)
     }
 
+    /// Whether `signature` is this key's SHA-256 signature of `message` (`EVP_DigestVerify`: a
+    /// DER ECDSA signature, or RSA PKCS#1 v1.5, OpenSSL's default padding). A malformed
+    /// signature does not verify; its decode errors are cleared from the queue, since they are
+    /// expected rather than news for a later call.
+    func verifySHA256(signature: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer) -> Bool {
+        guard let context = EVP_MD_CTX_new() else {
+            OpenSSLErrorQueue.clear()
+            return false
+        }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestVerifyInit(context, nil, PrefetchedAlgorithms.shared.sha256, nil, pointer) == 1 else {
+            OpenSSLErrorQueue.clear()
+            return false
+        }
+        // EVP_DigestVerify wants a non-null message pointer even for an empty message.
+        var empty: UInt8 = 0
+        let rc = withUnsafePointer(to: &empty) { emptyPointer in
+            EVP_DigestVerify(context,
+                             signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
+                             message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyPointer, message.count)
+        }
+        if rc != 1 { OpenSSLErrorQueue.clear() }
+        return rc == 1
+    }
+
     /// Whether the key's algorithm is `name` (e.g. "EC", "RSA").
     func isA(_ name: String) -> Bool {
         EVP_PKEY_is_a(pointer, name) == 1
