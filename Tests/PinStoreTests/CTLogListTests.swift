@@ -72,6 +72,11 @@ import Testing
         #expect(Self.refusal(Self.section([], hosts: hosts))?.reason.contains("ambiguous") == true)
     }
 
+    @Test func anUnknownMemberInAHostEntryRefusesTheSection() throws {
+        let json = #"{"logListTimestamp": 1790000000, "hosts": [{"name": "api.example.com", "mode": "enforce", "subdomains": true}]}"#
+        #expect(throws: DecodingError.self) { _ = try JSONDecoder().decode(CTLogList.Wire.self, from: Data(json.utf8)) }
+    }
+
     @Test func anUnknownStateIsReadAndNeverCounts() throws {
         let key = try Self.spki()
         let list = try CTLogList(Self.section([Self.log(key: key, state: "probation")]))

@@ -22,7 +22,7 @@ import Testing
     static func context(_ evidence: ChainEvidence, pins: [FingerprintEntry] = [], logs: CTLogList?,
                         domainsConfig: DomainsConfig? = nil) throws -> PinningContext {
         PinningContext(host: try HostName("localhost"), requestedName: "localhost", evidence: evidence, list: PinIndex(entries: pins),
-                       fallback: .empty, domainsConfig: domainsConfig, now: now, certificateTransparency: logs, generation: 1)
+                       fallback: .empty, domainsConfig: domainsConfig, now: now, certificateTransparency: logs)
     }
 
     static func rules(_ mode: CertificateTransparencyMode, enforcement: PinStore.Configuration.Enforcement = .enforced,
@@ -84,12 +84,61 @@ import Testing
     }
 
     @Test func aStaleLogListFailsOpen() throws {
+        let fresh = try Self.logList(timestamp: Self.now - 69 * 86_400)
         let stale = try Self.logList(timestamp: Self.now - 71 * 86_400)
+        #expect(!Self.rules(.enforce).decide(try Self.context(Self.localhost(), pins: Self.pinnedLocalhost(), logs: fresh)).isAllowed)
         #expect(Self.rules(.enforce).decide(try Self.context(Self.localhost(), pins: Self.pinnedLocalhost(), logs: stale)).isAllowed)
     }
 
-    @Test func aListWithoutLogsFailsOpen() throws {
-        #expect(Self.rules(.enforce).decide(try Self.context(Self.localhost(), pins: Self.pinnedLocalhost(), logs: nil)).isAllowed)
+    @Test func aListWithoutLogsFailsOpenAndIsCounted() throws {
+        let metrics = TestMetrics()
+        let checker = CertificateTransparencyChecker(defaultMode: .enforce, metricsFactory: metrics)
+        #expect(Self.rules(.enforce, checker: checker).decide(try Self.context(Self.localhost(), pins: Self.pinnedLocalhost(), logs: nil)).isAllowed)
+        #expect(try metrics.expectCounter("pinstore_ct_checks_total", [("store", "default"), ("outcome", "list_stale")]).totalValue == 1)
+    }
+
+    @Test func aPrivateAnchorInsideAPublicChainDoesNotExemptIt() throws {
+        let checker = CertificateTransparencyChecker(defaultMode: .enforce)
+        checker.registerPrivateAnchors([try TestResources.certificate("pki/intermediate-ca.pem")])
+        let throughRoot = try #require(ValidatedChain(uncheckedCertificates: try TestResources.chainDER("pki/localhost-chain.pem")
+            + [try TestResources.certificate("pki/root-ca.pem").derRepresentation]))
+        let decision = Self.rules(.enforce, checker: checker).decide(try Self.context(.validated(throughRoot), pins: Self.pinnedLocalhost(), logs: Self.logList()))
+        #expect(decision.failure?.reason.isCertificateTransparency == true)
+    }
+
+    @Test func anchorsAddedToTheSystemStoreAreNotPrivate() throws {
+        let checker = CertificateTransparencyChecker(defaultMode: .enforce)
+        checker.registerPrivateAnchors(of: .anchors([try TestResources.certificate("pki/intermediate-ca.pem")], includingSystem: true))
+        let decision = Self.rules(.enforce, checker: checker).decide(try Self.context(Self.localhost(), pins: Self.pinnedLocalhost(), logs: Self.logList()))
+        #expect(decision.failure?.reason.isCertificateTransparency == true)
+    }
+
+    @Test func aReportedPinFailureCarriesTheReportOnlyCTFailure() throws {
+        let attacker = ChainEvidence.validated(try PinningRulesTests.chain("attacker"))
+        let decision = Self.rules(.reportOnly, enforcement: .reportOnly)
+            .decide(try Self.context(attacker, pins: Self.pinnedLocalhost(), logs: Self.logList()))
+        #expect(decision.reportedFailure?.reason == .pinMismatch)
+        #expect(decision.reportedFailure?.details?.contains("Certificate Transparency") == true)
+    }
+
+    @Test func aConfigurationAskingForCTRequiresTheWholeListSignature() throws {
+        var configuration = PinStore.Configuration(serviceURL: URL(string: "https://lists.example.com/list.json")!, publicKey: "unused")
+        #expect(!configuration.requiresWholeListSignature)
+        configuration.certificateTransparency = .reportOnly
+        #expect(configuration.requiresWholeListSignature)
+        configuration.certificateTransparency = .off
+        configuration.transportSecurityExceptions = [TransportSecurityException(domain: "api.example.com", requiresCertificateTransparency: true)]
+        #expect(configuration.requiresWholeListSignature)
+    }
+
+    @Test func theLeafViewDecidesHostsTheCTSectionNamesBehindAWildcardLeaf() throws {
+        let store = try PinStore(configuration: PinStore.Configuration(
+            serviceURL: URL(string: "https://lists.example.com/list.json")!,
+            publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
+            storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-ct-leaf-\(UUID().uuidString)")))
+        let section = try Self.logList(hosts: [.init(name: "api.partner.example", mode: "enforce")])
+        let hosts = store.representativeHosts(of: ["*.partner.example"], list: nil, domainsConfig: nil, certificateTransparency: section)
+        #expect(hosts.map(\.0.text).contains("api.partner.example"))
     }
 
     @Test func aLeafOnlyAdapterCannotSatisfyCT() throws {

@@ -34,6 +34,11 @@ struct CTLogList: Sendable {
     let logs: [Digest32: Log]
     /// The per-host modes, as written.
     let hosts: [(pattern: HostPattern, mode: CertificateTransparencyMode)]
+    /// A number no other section read by this process has: CT verdicts are cached per section,
+    /// so a pin expiring (which moves the store's generation) does not verify SCTs again.
+    let serial: UInt64
+
+    private static let serials = Locked<UInt64>(0)
 
     /// Chrome's rule, which Apple's clients follow in spirit: a log list older than 70 days
     /// no longer says which logs are trustworthy, so CT fails open rather than refusing
@@ -197,6 +202,10 @@ struct CTLogList: Sendable {
             hosts.append((pattern, mode))
         }
         self.hosts = hosts
+        serial = Self.serials.withLock { last in
+            last &+= 1
+            return last
+        }
     }
 
     /// The section as JSON (what the tool writes and the list carries).
@@ -213,9 +222,36 @@ struct CTLogList: Sendable {
             let temporalInterval: Interval?
             let previousOperators: [PreviousOperator]?
         }
+        /// A host entry: only `name` and `mode`. An unknown member is refused, not ignored: a
+        /// mode could hide there (`"subdomains": true` would cover fewer hosts than meant).
         struct Host: Codable, Sendable {
             let name: String
             let mode: String
+
+            init(name: String, mode: String) {
+                self.name = name
+                self.mode = mode
+            }
+
+            private enum CodingKeys: String, CodingKey { case name, mode }
+
+            private struct AnyKey: CodingKey {
+                let stringValue: String
+                var intValue: Int? { nil }
+                init(stringValue: String) { self.stringValue = stringValue }
+                init?(intValue: Int) { nil }
+            }
+
+            init(from decoder: any Decoder) throws {
+                let all = try decoder.container(keyedBy: AnyKey.self)
+                if let unknown = all.allKeys.first(where: { CodingKeys(rawValue: $0.stringValue) == nil }) {
+                    throw DecodingError.dataCorruptedError(forKey: unknown, in: all,
+                        debugDescription: "a host entry has only \"name\" and \"mode\"; \"\(unknown.stringValue)\" is not read, and a mode must not hide in it")
+                }
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                name = try container.decode(String.self, forKey: .name)
+                mode = try container.decode(String.self, forKey: .mode)
+            }
         }
         let logListTimestamp: Int64
         let profile: String?

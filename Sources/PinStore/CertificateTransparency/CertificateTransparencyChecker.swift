@@ -21,8 +21,9 @@ final class CertificateTransparencyChecker: Sendable {
     private let logger: Logger
     private let metrics: Metrics
 
-    /// SHA-256 of the certificates the app configured as anchors (``TrustRoots/anchors``)
-    /// through any evaluator of this store: a chain through one is privately anchored.
+    /// SHA-256 of the certificates the app configured as its only anchors (``TrustRoots/anchors``
+    /// without the system store) through an evaluator of this store: a chain that ends at one
+    /// is privately anchored.
     private let privateAnchors = Locked<Set<Digest32>>([])
     private let verdicts = Locked<[VerdictKey: Verdict]>([:])
     /// When the fail-open line was last logged (Unix seconds).
@@ -42,7 +43,8 @@ final class CertificateTransparencyChecker: Sendable {
     private struct VerdictKey: Hashable {
         let leaf: Digest32
         let issuer: Digest32
-        let generation: UInt64
+        /// ``CTLogList/serial``: a new section (a new log list, new states) judges again.
+        let section: UInt64
     }
 
     private struct Verdict {
@@ -69,7 +71,14 @@ final class CertificateTransparencyChecker: Sendable {
         metrics = Metrics(identifier: identifier, factory: metricsFactory)
     }
 
-    /// Remembers the configured anchors of an evaluator (see ``privateAnchors``).
+    /// Remembers the anchors of an evaluator that trusts them alone (see ``privateAnchors``).
+    /// Anchors added to the system store are not: a chain they validate may be a public one.
+    func registerPrivateAnchors(of roots: TrustRoots) {
+        guard !roots.includesSystemStore else { return }
+        registerPrivateAnchors(roots.anchors)
+    }
+
+    /// Remembers `anchors` as private (see ``privateAnchors``).
     func registerPrivateAnchors(_ anchors: [X509Certificate]) {
         guard !anchors.isEmpty else { return }
         let digests = anchors.compactMap { Digest32(SHA256Digest.hash($0.derRepresentation)) }
@@ -106,7 +115,9 @@ final class CertificateTransparencyChecker: Sendable {
         }
         if !checksPrivateAnchors {
             let anchors = privateAnchors.withLock { $0 }
-            if !anchors.isEmpty, chain.fingerprints.contains(where: anchors.contains) {
+            // The chain ends at its anchor (the trust evaluation's output): exempt only when that
+            // anchor is a private one, never because a private anchor appears inside the chain.
+            if let anchor = chain.fingerprints.last, anchors.contains(anchor) {
                 metrics.record(.skipped)
                 return .meetsRule
             }
@@ -121,7 +132,7 @@ final class CertificateTransparencyChecker: Sendable {
             metrics.record(.unverifiable)
             return result(CertificateTransparencyViolation(problem: .noIssuer, detail: ""), mode: mode)
         }
-        let key = VerdictKey(leaf: chain.fingerprints[0], issuer: chain.fingerprints[1], generation: connection.generation)
+        let key = VerdictKey(leaf: chain.fingerprints[0], issuer: chain.fingerprints[1], section: logs.serial)
         if let cached = verdicts.withLock({ $0[key] }), connection.now - cached.decidedAt < Self.verdictLifetime,
            connection.now >= cached.decidedAt {
             return cached.violation.map { result($0, mode: mode) } ?? .meetsRule

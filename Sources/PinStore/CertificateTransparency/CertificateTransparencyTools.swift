@@ -17,6 +17,9 @@ package enum CertificateTransparencyTools {
     package static func section(fromV3 json: Data, signature: Data? = nil, signerKey: Data? = nil, operators: [String] = [],
                                 hosts: [(String, CertificateTransparencyMode)] = [],
                                 profile: CertificateTransparencyProfile? = nil) throws(PinStoreError) -> Data {
+        if signature != nil, signerKey == nil {
+            throw PinStoreError(.invalidListData, "The log list's signature was given without the key that signed it; give both, or neither.")
+        }
         if let signerKey {
             guard let signature else {
                 throw PinStoreError(.invalidListData, "A log list signer key was given without the list's signature (log_list.sig).")

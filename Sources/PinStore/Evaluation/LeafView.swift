@@ -133,10 +133,11 @@ extension PinStore {
         }
         let snapshot = pinSnapshot()
         var reported: PinningDecision?
-        for (host, shownAs) in representativeHosts(of: view.names, list: snapshot.list, domainsConfig: snapshot.domainsConfig) {
+        for (host, shownAs) in representativeHosts(of: view.names, list: snapshot.list, domainsConfig: snapshot.domainsConfig,
+                                                   certificateTransparency: snapshot.certificateTransparency) {
             let connection = PinningContext(host: host, requestedName: shownAs, evidence: view.evidence, list: snapshot.list,
                                             fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig, now: snapshot.now,
-                                            certificateTransparency: snapshot.certificateTransparency, generation: snapshot.generation)
+                                            certificateTransparency: snapshot.certificateTransparency)
             let decision = rules.decide(connection)
             switch decision {
             case .deny: return decision
@@ -150,7 +151,8 @@ extension PinStore {
     /// The hosts whose decisions stand for every host the leaf's `names` can be presented for
     /// (see the top of this file), each with the name failures show: the host itself, or for
     /// the one made-up host under a wildcard, the wildcard name (`*.example.com`).
-    func representativeHosts(of names: [String], list: PinIndex?, domainsConfig: DomainsConfig?) -> [(HostName, String)] {
+    func representativeHosts(of names: [String], list: PinIndex?, domainsConfig: DomainsConfig?,
+                             certificateTransparency: CTLogList? = nil) -> [(HostName, String)] {
         var hosts: [(HostName, String)] = []
         var seen: Set<String> = []
         func add(_ text: String, shownAs: String? = nil) {
@@ -167,7 +169,7 @@ extension PinStore {
                 continue
             }
             if knownByParent == nil {
-                known = knownExactNames(list: list, domainsConfig: domainsConfig)
+                known = knownExactNames(list: list, domainsConfig: domainsConfig, certificateTransparency: certificateTransparency)
                 var byParent: [String: [Substring]] = [:]
                 for candidate in known {
                     let split = Self.split(candidate)
@@ -192,8 +194,10 @@ extension PinStore {
     }
 
     /// Every exact host name a rule may treat apart from its neighbours: list and fallback
-    /// entries, static policies' domains, the domainsConfig's domains and the expected names.
-    private func knownExactNames(list: PinIndex?, domainsConfig: DomainsConfig?) -> Set<String> {
+    /// entries, static policies' domains, the domainsConfig's domains, the expected names, and
+    /// the names Certificate Transparency may single out (the signed list's CT hosts, ATS
+    /// exceptions' domains): a host under CT behind a wildcard leaf must be decided as itself.
+    private func knownExactNames(list: PinIndex?, domainsConfig: DomainsConfig?, certificateTransparency: CTLogList?) -> Set<String> {
         var names: Set<String> = []
         for index in [list, fallbackIndex].compactMap({ $0 }) {
             for (name, _) in index.exact.names { names.insert(name) }
@@ -203,6 +207,8 @@ extension PinStore {
         for policy in staticPins.policies { names.insert(policy.pattern.base) }
         if let domainsConfig { names.formUnion(domainsConfig.domains.keys) }
         if let expectedNames { names.formUnion(expectedNames) }
+        for (pattern, _) in certificateTransparency?.hosts ?? [] { names.insert(pattern.base) }
+        names.formUnion(transportSecurity.domains)
         return names
     }
 
@@ -224,12 +230,12 @@ extension PinStore {
     }
 
     /// The pins in force and the time, read once for a decision.
-    func pinSnapshot() -> (list: PinIndex?, domainsConfig: DomainsConfig?, now: Int64, certificateTransparency: CTLogList?, generation: UInt64) {
-        let (list, domainsConfig, due, certificateTransparency, generation) = state.withLock {
-            ($0.stored?.index, $0.stored?.domainsConfig, $0.updateDue, $0.stored?.certificateTransparency, $0.generation)
+    func pinSnapshot() -> (list: PinIndex?, domainsConfig: DomainsConfig?, now: Int64, certificateTransparency: CTLogList?) {
+        let (list, domainsConfig, due, certificateTransparency) = state.withLock {
+            ($0.stored?.index, $0.stored?.domainsConfig, $0.updateDue, $0.stored?.certificateTransparency)
         }
         let date = clock.now()
         if date >= due { startScheduledUpdateIfDue(at: date) }
-        return (list, domainsConfig, Int64(date.timeIntervalSince1970.rounded(.down)), certificateTransparency, generation)
+        return (list, domainsConfig, Int64(date.timeIntervalSince1970.rounded(.down)), certificateTransparency)
     }
 }

@@ -51,8 +51,6 @@ struct PinningContext: Sendable {
     let now: Int64
     /// The signed list's Certificate Transparency section, if any (same snapshot as ``list``).
     var certificateTransparency: CTLogList? = nil
-    /// The list generation of the snapshot: CT verdicts are cached per generation.
-    var generation: UInt64 = 0
 
     /// A failure of this connection.
     func failure(_ reason: PinningFailure.Reason, details: String? = nil) -> PinningFailure {

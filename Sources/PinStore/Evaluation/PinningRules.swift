@@ -56,9 +56,20 @@ struct PinningRules: Sendable {
                 if relaxable, relaxing {
                     for relaxation in relaxations {
                         if let relaxed = relaxation.relax(failure, enforcing: enforcing, connection) {
-                            // An exempt host (domainsConfig) still reports its CT failure.
-                            if case .allow(let chain) = relaxed, let reported { return .reportOnly(reported, validatedChain: chain) }
-                            return relaxed
+                            guard let reported else { return relaxed }
+                            // The earlier report-only failure is never lost: an exempt host
+                            // (domainsConfig) reports it, a reported pin failure carries it.
+                            switch relaxed {
+                            case .allow(let chain):
+                                return .reportOnly(reported, validatedChain: chain)
+                            case .reportOnly(let pinFailure, let chain):
+                                let also = "Also: \(reported.summary)"
+                                return .reportOnly(PinningFailure(host: pinFailure.host, reason: pinFailure.reason,
+                                                                  details: pinFailure.details.map { "\($0)\n\(also)" } ?? also),
+                                                   validatedChain: chain)
+                            case .deny:
+                                return relaxed
+                            }
                         }
                     }
                 }

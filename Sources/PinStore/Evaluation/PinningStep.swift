@@ -98,7 +98,7 @@ extension PinStore {
         let snapshot = pinSnapshot()
         let connection = PinningContext(host: host, requestedName: requestedName, evidence: evidence, list: snapshot.list,
                                         fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig, now: snapshot.now,
-                                        certificateTransparency: snapshot.certificateTransparency, generation: snapshot.generation)
+                                        certificateTransparency: snapshot.certificateTransparency)
         let decision = rules.decide(connection, relaxing: relaxing)
         return relaxing ? withOperatorDetails(decision, host: host, evidence: evidence) : decision
     }

@@ -47,7 +47,7 @@ public struct PinningEvaluator: Sendable {
         // Chains through the app's own anchors are exempt from Certificate Transparency
         // (``PinStore/Configuration/certificateTransparencyForPrivateAnchors``): the store
         // learns them from every evaluator made with it.
-        store.certificateTransparency.registerPrivateAnchors(trustRoots.anchors)
+        store.certificateTransparency.registerPrivateAnchors(of: trustRoots)
     }
 
     /// Decides on the chain a server presented, updating the store once first when the host

@@ -14,6 +14,9 @@ package struct TransportSecurityExceptionTable: Sendable {
     /// No exception: ATS's defaults for every host.
     package static let none = TransportSecurityExceptionTable(entries: [])
 
+    /// The exceptions' domains (without `*.`), for the leaf view's hosts behind a wildcard.
+    package var domains: [String] { entries.map(\.pattern.base) }
+
     /// Whether some exception enforces Certificate Transparency (`NSRequiresCertificateTransparency`).
     package var requiresCertificateTransparencyAnywhere: Bool {
         entries.contains { $0.requirements.requiresCertificateTransparency }

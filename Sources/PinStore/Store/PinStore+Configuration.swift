@@ -133,6 +133,15 @@ extension PinStore {
         /// trusted roots, such chains are skipped (counted as `skipped`); private CAs do not log.
         public var certificateTransparencyForPrivateAnchors: Bool = false
 
+        /// Whether a static list must carry a whole-list signature: ``requireListSignature``, or
+        /// any Certificate Transparency setting, since only that signature covers the list's CT
+        /// section (whoever answers the unsigned list request could otherwise strip it, log
+        /// list and all, and with it every CT check).
+        var requiresWholeListSignature: Bool {
+            requireListSignature || certificateTransparency != .off
+                || transportSecurityExceptions.contains(where: \.requiresCertificateTransparency)
+        }
+
         /// Creates a configuration; every value after `publicKey` has a default.
         public init(serviceURL: URL,
                     publicKey: String,

@@ -51,8 +51,7 @@ public enum BenchmarkEntryPoints {
         let rules = PinningRules(enforcement: .enforced, expectedNames: nil, staticPins: .none, certificateTransparency: checker)
         return {
             let context = PinningContext(host: name, requestedName: host, evidence: .validated(validated), list: pins, fallback: .empty,
-                                         domainsConfig: nil, now: Int64(Date().timeIntervalSince1970), certificateTransparency: logs,
-                                         generation: 1)
+                                         domainsConfig: nil, now: Int64(Date().timeIntervalSince1970), certificateTransparency: logs)
             return rules.decide(context).isAllowed
         }
     }

@@ -282,7 +282,7 @@ final class ListUpdater: Sendable {
 
     /// The pure verifier for `keys` and this configuration.
     func verifier(_ keys: ListKeySet) -> ListVerifier {
-        ListVerifier(keys: keys, requireListSignature: configuration.requireListSignature,
+        ListVerifier(keys: keys, requireListSignature: configuration.requiresWholeListSignature,
                      mode: configuration.useChallenge ? .challenge : .static)
     }
 

@@ -81,7 +81,7 @@ struct SignCommand: AsyncParsableCommand {
     @Option(help: "When the whole list stops counting as fresh (Unix seconds or ISO 8601): stores refuse it after that and apply their expired-list policy to its pins.")
     var listExpires: String?
 
-    @Option(help: "A certificateTransparency section (from `pinstore ct convert`) for the list to carry: the CT logs stores check SCTs against, and per-host modes.")
+    @Option(help: "A certificateTransparency section (from `pinstore ct convert`) for the list to carry: the CT logs stores check SCTs against, and per-host modes. Give the list a new --list-version whenever the section changes: stores ignore a list whose version equals the one in force.")
     var certificateTransparency: String?
 
     @Flag(help: "Pin the public key (SPKI SHA-256) of each --cert and --host leaf instead of the certificate.")
