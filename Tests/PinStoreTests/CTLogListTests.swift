@@ -123,3 +123,38 @@ import Testing
         #expect(log.operatorName(atMilliseconds: 1_700_000_000_000) == "New Operator")
     }
 }
+
+/// A signed list whose CT section is bad is refused whole by a store, and the pins in force
+/// stay: the section is read before anything is installed.
+@Suite struct CTSectionUpdateTests {
+    /// A static list pinning `fingerprint` for api.example.com, with `section` (raw JSON) as its
+    /// CT member, signed per entry and as a whole with the fixture key.
+    static func list(section: String?, fingerprint: UInt8, timestamp: Int64) throws -> Data {
+        let key = try StoreFixtures.signingKey()
+        let entry = FingerprintEntry(name: "api.example.com", fingerprint: Data(repeating: fingerprint, count: 32), expires: 4_102_444_799)
+        let signature = try FingerprintListSigner(privateKey: key).signature(for: entry).base64EncodedString()
+        let member = section.map { "\"certificateTransparency\": \($0), " } ?? ""
+        let body = """
+        {"listSignature": "", \(member)"timestamp": \(timestamp), "fingerprints": [{"name": "api.example.com", \
+        "fingerprint": "\(entry.fingerprint.base64EncodedString())", "expires": 4102444799, "signature": "\(signature)"}]}
+        """
+        return try WholeListSignature.sign(Data(body.utf8), with: key)
+    }
+
+    @Test func aListWithALogWhoseIdIsNotItsKeysHashIsRefusedAndThePinsStay() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let fetcher = ScriptedFetcher.serving(try Self.list(section: nil, fingerprint: 1, timestamp: 1_893_000_000))
+        let store = try StoreFixtures.store(fetcher, directory: directory.url)
+        #expect(await store.update() == .ok)
+        let before = store.storedEntries
+        let key = try P256PrivateKey().publicKey.derRepresentation
+        let wrongID = SHA256Digest.hash(Data("another key".utf8)).base64EncodedString()
+        let section = #"{"logListTimestamp": 1893000000, "logs": [{"key": "\#(key.base64EncodedString())", "id": "\#(wrongID)", "operator": "A", "state": "usable"}]}"#
+        let tampered = try Self.list(section: section, fingerprint: 2, timestamp: 1_893_100_000)
+        fetcher.answer { _ in FingerprintListResponse(statusCode: 200, headers: [:], body: tampered) }
+        #expect(await store.update(mode: .forced) == .invalidData)
+        #expect(store.storedEntries == before)
+        #expect(store.storedEntries.first?.fingerprint == Data(repeating: 1, count: 32))
+    }
+}

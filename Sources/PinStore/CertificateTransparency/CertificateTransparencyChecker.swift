@@ -107,6 +107,8 @@ final class CertificateTransparencyChecker: Sendable {
 
     /// The CT part of the pin rules for one connection.
     func check(_ connection: PinningContext) -> PinningRuleResult {
+        // Stores without CT anywhere pay one compare per decision, not a host lookup.
+        guard mayApply(list: connection.certificateTransparency) else { return .meetsRule }
         let mode = mode(for: connection.host, list: connection.certificateTransparency)
         guard mode != .off else { return .meetsRule }
         guard case .validated(let chain) = connection.evidence else {
