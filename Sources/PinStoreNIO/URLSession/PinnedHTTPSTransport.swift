@@ -25,6 +25,8 @@ final class PinnedHTTPSTransport: Sendable {
     let defaults: SessionSettings
     /// The logger the session was configured with (refusals at debug, faults at error).
     let logger: Logger
+    /// The per-request objects alive, this transport's and its pool's (``LiveRequestObjects``).
+    let liveObjects = LiveRequestObjects()
 
     /// What a request takes from its session's configuration.
     struct SessionSettings: @unchecked Sendable {
@@ -107,7 +109,8 @@ final class PinnedHTTPSTransport: Sendable {
         }
         var poolConfiguration = PinnedConnectionPool.Configuration()
         poolConfiguration.maximumConnectionsPerHost = max(1, maximumConnectionsPerHost)
-        pool = PinnedConnectionPool(configuration: poolConfiguration, verifier: verifier, context: context, group: group)
+        pool = PinnedConnectionPool(configuration: poolConfiguration, verifier: verifier, context: context, group: group,
+                                    liveObjects: liveObjects)
     }
 
     /// Asked before each redirect is followed, with the redirect response and the request for
@@ -142,7 +145,7 @@ final class PinnedHTTPSTransport: Sendable {
     func start(_ request: URLRequest, settings: SessionSettings, body: Data?, sink: any Sink, firstHop: Bool = true) -> Started {
         // timeoutIntervalForResource bounds the whole load, however slowly the server drips:
         // one timer on an event loop, which cancels whatever hop is running when it fires.
-        let deadline = ResourceDeadline()
+        let deadline = ResourceDeadline(liveObjects: liveObjects)
         if settings.resourceTimeout > 0, settings.resourceTimeout < 100 * 365 * 86_400 {
             deadline.start(with: deadlineTimer, at: .now() + .nanoseconds(Int64(settings.resourceTimeout * 1_000_000_000)))
         }
@@ -183,6 +186,16 @@ final class PinnedHTTPSTransport: Sendable {
         }
 
         private let state = Locked(State())
+        private let liveObjects: LiveRequestObjects
+
+        init(liveObjects: LiveRequestObjects = LiveRequestObjects()) {
+            self.liveObjects = liveObjects
+            liveObjects.made(.resourceDeadline)
+        }
+
+        deinit {
+            liveObjects.freed(.resourceDeadline)
+        }
 
         var expired: Bool { state.withLock { $0.expired } }
 
@@ -351,6 +364,16 @@ final class PinnedHTTPSTransport: Sendable {
         }
 
         private let state = Locked(State())
+        private let liveObjects: LiveRequestObjects
+
+        init(liveObjects: LiveRequestObjects) {
+            self.liveObjects = liveObjects
+            liveObjects.made(.hopOutcome)
+        }
+
+        deinit {
+            liveObjects.freed(.hopOutcome)
+        }
 
         /// The first result counts; later ones are dropped.
         func complete(_ result: Result<Outcome, any Error>) {
@@ -394,8 +417,9 @@ final class PinnedHTTPSTransport: Sendable {
         let poolRequest = PinnedConnectionPool.Request(
             key: target.key, head: head, body: body.map { ByteBuffer(bytes: $0) },
             timeout: .nanoseconds(Int64(max(timeout, 0.001) * 1_000_000_000)))
-        let outcome = HopOutcome()
-        let receiver = HopReceiver(url: url, sink: sink, settings: settings, budget: bodyBudget, outcome: outcome)
+        let outcome = HopOutcome(liveObjects: liveObjects)
+        let receiver = HopReceiver(url: url, sink: sink, settings: settings, budget: bodyBudget, outcome: outcome,
+                                   liveObjects: liveObjects)
         let ticket = pool.execute(poolRequest, receiver: receiver)
         receiver.ticket.withLock { $0 = ticket }
         deadline.run(ticket)
@@ -541,16 +565,22 @@ final class PinnedHTTPSTransport: Sendable {
         private var reserved = 0
         private var failed = false
 
-        init(url: URL, sink: any Sink, settings: SessionSettings, budget: BodyBudget, outcome: HopOutcome) {
+        private let liveObjects: LiveRequestObjects
+
+        init(url: URL, sink: any Sink, settings: SessionSettings, budget: BodyBudget, outcome: HopOutcome,
+             liveObjects: LiveRequestObjects) {
             self.url = url
             self.sink = sink
             self.settings = settings
             self.budget = budget
             self.outcome = outcome
+            self.liveObjects = liveObjects
+            liveObjects.made(.hopReceiver)
         }
 
         deinit {
             if reserved > 0 { budget.release(reserved) }
+            liveObjects.freed(.hopReceiver)
         }
 
         func receiveHead(_ head: HTTPResponseHead) {

@@ -18,6 +18,12 @@ final class PinnedHTTPSURLProtocol<Slot: PinnedSessionSlot>: URLProtocol {
         /// The first hop while no task runs the load (``PinnedHTTPSTransport/finishWithoutTask(_:continueInTask:)``).
         var firstHop: PinnedConnectionPool.Ticket?
         var stopped = false
+        /// Where this object counts itself (its transport's), once `startLoading` found it.
+        var liveObjects: LiveRequestObjects?
+    }
+
+    deinit {
+        loading.withLock { $0.liveObjects }?.freed(.urlProtocol)
     }
 
     override class func canInit(with request: URLRequest) -> Bool {
@@ -56,6 +62,8 @@ final class PinnedHTTPSURLProtocol<Slot: PinnedSessionSlot>: URLProtocol {
             reporter.fail(PinnedHTTPSTransport.urlError(.unknown, request.url, "No pinning transport is registered for this session."))
             return
         }
+        transport.liveObjects.made(.urlProtocol)
+        loading.withLock { $0.liveObjects = transport.liveObjects }
         if task is URLSessionDownloadTask {
             // corelibs hands a download's result to its completion handler or delegate from a
             // temporary-file property only its own protocols can set; without it

@@ -84,8 +84,12 @@ final class PinnedConnectionPool: Sendable {
 
     private var store: PinStore { verifier.evaluator.store }
 
+    /// The per-request objects alive (``LiveRequestObjects``): its own, or its transport's.
+    let liveObjects: LiveRequestObjects
+
     init(configuration: Configuration, verifier: PinningTLSVerifier, context: Result<NIOSSLContext, PinnedHTTPFailure>,
-         group: any EventLoopGroup) {
+         group: any EventLoopGroup, liveObjects: LiveRequestObjects = LiveRequestObjects()) {
+        self.liveObjects = liveObjects
         self.configuration = configuration
         self.verifier = verifier
         self.context = context
@@ -105,19 +109,27 @@ final class PinnedConnectionPool: Sendable {
     }
 
     /// A handle on a submitted request.
+    ///
+    /// It does not keep the request alive: the pool holds a waiting request and its connection
+    /// a running one, and once the request has ended there is nothing left to cancel or resume.
+    /// Whoever may cancel keeps a ticket (the URL protocol, the hop's receiver, the resource
+    /// deadline), and the request keeps that receiver: a strong ticket closed the cycle request
+    /// -> receiver -> ticket -> request, and every request ever made stayed in memory with its
+    /// response and body (issue 37).
     struct Ticket: Sendable {
-        fileprivate let request: PooledRequest
+        fileprivate weak var request: PooledRequest?
         fileprivate let pool: PinnedConnectionPool
 
         /// Ends the request: a waiting one fails at once, a running one is aborted (its
-        /// connection closes, since its state is unknown).
+        /// connection closes, since its state is unknown). Does nothing once it has ended.
         func cancel() {
+            guard let request else { return }
             pool.cancel(request)
         }
 
         /// Lets a paused response read on.
         func resumeReading() {
-            request.control.withLock { $0 }?.resumeReading()
+            request?.control.withLock { $0 }?.resumeReading()
         }
     }
 
@@ -127,7 +139,7 @@ final class PinnedConnectionPool: Sendable {
     func execute(_ request: Request, receiver: any PinnedResponseReceiver) -> Ticket {
         // A request on a pooled connection makes no pin check: keep the store on its schedule.
         store.noteUse()
-        let pooled = PooledRequest(request: request, receiver: receiver)
+        let pooled = PooledRequest(request: request, receiver: receiver, liveObjects: liveObjects)
         submit(pooled, needsFreshConnection: false)
         return Ticket(request: pooled, pool: self)
     }
@@ -140,6 +152,12 @@ final class PinnedConnectionPool: Sendable {
     /// Connections open or opening for `key` (for tests).
     func connectionCount(for key: Key) -> Int {
         state.withLock { $0.machine.connectionCount(for: key) }
+    }
+
+    /// Requests the pool still holds (waiting for a connection), and connection failures not
+    /// yet handed to a request: both zero once every request has ended (for tests).
+    var heldRequestCount: (waiting: Int, undeliveredFailures: Int) {
+        state.withLock { ($0.requests.count, $0.connectFailures.count) }
     }
 
     /// Calls `observer` for every request leased from now on, at its write on a pooled
@@ -468,10 +486,17 @@ private final class PooledRequest: PinnedResponseReceiver, @unchecked Sendable {
     var reused = false
     var retried = false
     weak var pool: PinnedConnectionPool?
+    private let liveObjects: LiveRequestObjects
 
-    init(request: PinnedConnectionPool.Request, receiver: any PinnedResponseReceiver) {
+    init(request: PinnedConnectionPool.Request, receiver: any PinnedResponseReceiver, liveObjects: LiveRequestObjects) {
         self.request = request
         self.receiver = receiver
+        self.liveObjects = liveObjects
+        liveObjects.made(.pooledRequest)
+    }
+
+    deinit {
+        liveObjects.freed(.pooledRequest)
     }
 
     func receiveHead(_ head: HTTPResponseHead) { receiver.receiveHead(head) }
