@@ -72,5 +72,49 @@ import Testing
         #expect(try second.get() == 5)
         #expect(server.connectionCount == 1)
     }
+
+    /// A TLS close waits for the peer's close_notify; a connection the pool counted until then
+    /// kept its slot, and six timed-out requests stalled the next one to the host.
+    @Test func aTimedOutRequestsConnectionLeavesThePoolBeforeTheCallerHearsOfTheTimeout() async throws {
+        let server = try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+        defer { Task { await server.shutdown() } }
+        let pool = try pool()
+        defer { pool.shutDown() }
+        var slow = request("/slow", port: server.port)
+        slow.timeout = .milliseconds(300)
+        let ended = await withCheckedContinuation { ended in
+            _ = pool.execute(slow, receiver: CollectingReceiver(ended))
+        }
+        guard case .failure(.timedOut) = ended else {
+            Issue.record("expected a timeout, got \(ended)")
+            return
+        }
+        #expect(pool.connectionCount(for: .init(host: "localhost", port: server.port)) == 0)
+    }
+
+    @Test func aCancelledRequestsConnectionLeavesThePoolBeforeTheCallerHearsOfTheCancellation() async throws {
+        let server = try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+        defer { Task { await server.shutdown() } }
+        let pool = try pool()
+        defer { pool.shutDown() }
+        var ticket: PinnedConnectionPool.Ticket?
+        let ended = await withCheckedContinuation { ended in
+            ticket = pool.execute(request("/slow", port: server.port), receiver: CollectingReceiver(ended))
+            let cancel = ticket
+            Task {
+                // Once the server has the request, so that the running request is aborted.
+                for _ in 0..<1_000 where server.requests.withLock({ $0.isEmpty }) {
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
+                cancel?.cancel()
+            }
+        }
+        guard case .failure(.cancelled) = ended else {
+            Issue.record("expected a cancellation, got \(ended)")
+            return
+        }
+        #expect(pool.connectionCount(for: .init(host: "localhost", port: server.port)) == 0)
+        withExtendedLifetime(ticket) {}
+    }
 }
 #endif

@@ -322,3 +322,58 @@ func handshakeBenchmarkRows(connectionsPerSample: Int = 300, samples: Int = 7) t
             target: "report", met: nil),
     ]
 }
+
+// MARK: - Soak (SoakBenchmark.swift's `soak-handshakes`)
+
+/// Child of `soak-handshakes`: `handshakes` connections one after the other (full handshake, one
+/// request, closed) through the pinned verifier (`pinned`) or swift-nio-ssl's verification
+/// alone, server and client in this process; prints the resident samples after 1,000, after
+/// 10,000 and at the end.
+func soakHandshakesChild(mode: String, handshakes: Int) throws {
+    let serverGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    defer {
+        try? clientGroup.syncShutdownGracefully()
+        try? serverGroup.syncShutdownGracefully()
+    }
+    let server = try startServer(group: serverGroup)
+    defer { try? server.close().wait() }
+    guard let port = server.localAddress?.port else { throw HandshakeBenchmarkError.noPort }
+    let rootPEM = try fixtureText("pki/root-ca.pem")
+    var tls = TLSConfiguration.makeClientConfiguration()
+    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(rootPEM.utf8)))
+    let context = try NIOSSLContext(configuration: tls)
+    let client: LoopbackClient
+    if mode == "pinned" {
+        let store = try PinStore(configuration: .init(serviceURL: URL(string: "https://pins.bench.pinstore.test/list.json")!,
+                                                      publicKey: try fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
+                                                      identifier: "handshake-soak",
+                                                      fallbackData: Data(try fixtureText("lists/static-good.json").utf8),
+                                                      storageDirectory: scratchDirectory()),
+                                 fetcher: FixedFetcher(body: Data()))
+        let verifier = PinningTLSVerifier(store: store, trustRoots: .anchors(try X509Certificate.certificates(pem: rootPEM)))
+        client = LoopbackClient(group: clientGroup, port: port) {
+            try verifier.makeClientHandler(context: context, serverHostname: "localhost")
+        }
+    } else {
+        client = LoopbackClient(group: clientGroup, port: port) {
+            try NIOSSLClientHandler(context: context, serverHostname: "localhost")
+        }
+    }
+    /// In chains of at most 1,000, so no future chain grows with the run.
+    func connect(_ count: Int) throws {
+        var left = count
+        while left > 0 {
+            let batch = min(left, 1_000)
+            _ = try client.sequential(batch)
+            left -= batch
+        }
+    }
+    try connect(1_000)
+    let afterWarmUp = currentResidentBytes()
+    try connect(9_000)
+    let partWay = currentResidentBytes()
+    try connect(max(handshakes - 10_000, 0))
+    SoakSamples(afterWarmUp: afterWarmUp, partWay: partWay, atEnd: currentResidentBytes(),
+                operationsBetween: max(handshakes - 10_000, 0)).emit()
+}

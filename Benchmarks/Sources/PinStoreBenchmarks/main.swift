@@ -15,6 +15,9 @@ import Glibc
 //   swift run -c release --package-path Benchmarks memory N   (internal) peak RSS of an N-entry store
 //   sudo Benchmarks/.build/release/PinStoreBenchmarks session          URLSession/AsyncHTTPClient against nginx
 //   sudo Benchmarks/.build/release/PinStoreBenchmarks session-first N  first request of a process, N processes a phase
+//   swift run -c release --package-path Benchmarks soak [REQUESTS]      memory kept per request: pinned URLSession vs AsyncHTTPClient
+//   swift run -c release --package-path Benchmarks soak-handshakes [N]  memory kept per handshake: NIO verifier vs swift-nio-ssl
+//   swift run -c release --package-path Benchmarks soak-store [SECONDS] memory kept per list update: a store under run()
 
 /// A fetcher that serves fixed bytes: the benchmarks measure PinStore, not a network.
 struct FixedFetcher: FingerprintListFetcher {
@@ -124,6 +127,21 @@ if arguments.count >= 2, arguments[1] == "session-first" {
     printTable(try await firstRequestBenchmarkRows(processes: arguments.count == 3 ? Int(arguments[2]) ?? 11 : 11))
     exit(0)
 }
+// Issue 37 (SoakBenchmark.swift): what a long-lived process keeps per request, handshake and
+// list update, each in a child process, beside a baseline in the same run.
+if arguments.count >= 2, arguments[1] == "soak" {
+    do {
+        printTable(try soakRequestRows(requests: arguments.count > 2 ? Int(arguments[2]) ?? 200_000 : 200_000))
+    } catch {
+        FileHandle.standardError.write(Data("soak failed: \(error)\n".utf8))
+        exit(1)
+    }
+    exit(0)
+}
+if arguments.count == 5, arguments[1] == "soak-requests", let port = Int(arguments[3]), let requests = Int(arguments[4]) {
+    try await soakRequestsChild(client: arguments[2], port: port, requests: requests)
+    exit(0)
+}
 if arguments.count == 2, arguments[1] == "session" {
     // A setup failure is reported, not raised at top level (which traps).
     do {
@@ -135,6 +153,22 @@ if arguments.count == 2, arguments[1] == "session" {
     exit(0)
 }
 #endif
+if arguments.count >= 2, arguments[1] == "soak-handshakes" {
+    printTable(soakHandshakeRows(handshakes: arguments.count > 2 ? Int(arguments[2]) ?? 100_000 : 100_000))
+    exit(0)
+}
+if arguments.count == 4, arguments[1] == "soak-handshakes-child", let handshakes = Int(arguments[3]) {
+    try soakHandshakesChild(mode: arguments[2], handshakes: handshakes)
+    exit(0)
+}
+if arguments.count >= 2, arguments[1] == "soak-store" {
+    printTable(soakStoreRows(seconds: arguments.count > 2 ? Int(arguments[2]) ?? 600 : 600))
+    exit(0)
+}
+if arguments.count == 3, arguments[1] == "soak-store-child", let seconds = Int(arguments[2]) {
+    try await soakStoreChild(seconds: seconds)
+    exit(0)
+}
 // `validate-loop N OPS`: OPS lookups in an N-entry store and nothing else, for an instruction
 // count that a busy machine cannot disturb:
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null PinStoreBenchmarks validate-loop 1000 100000

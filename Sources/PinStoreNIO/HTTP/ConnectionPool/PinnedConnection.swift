@@ -328,6 +328,12 @@ final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var paused = false
     private var pendingRead = false
     private var closed = false
+    /// Whether the pool has been told this connection (or stream) is gone: once, as soon as it
+    /// starts closing. A TLS close waits for the peer's close_notify (swift-nio-ssl allows it
+    /// five seconds), and a connection the pool still counted until then kept its slot: six timed-
+    /// out or cancelled requests to a host that never answers close_notify stalled the next
+    /// request to that host for seconds, whatever its own timeout.
+    private var reportedClosed = false
 
     /// Whether its channel has closed.
     var isClosed: Bool { closed }
@@ -348,18 +354,19 @@ final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// Writes one request, once `gate` (the pool's last check, at the write itself) lets it.
     func execute(head: HTTPRequestHead, body: ByteBuffer?, silenceTimeout: TimeAmount, receiver: any PinnedResponseReceiver,
                  gate: PinnedConnectionPool.WriteGate) {
-        guard let context, !closed, current == nil else {
-            receiver.fail(.connectionLost("The connection closed before the request was written."), afterResponseBytes: false)
+        guard let context, !closed, !reportedClosed, current == nil else {
             // The pool may have leased a connection whose close it has not heard of yet.
-            events.closed()
+            reportClosed()
+            receiver.fail(.connectionLost("The connection closed before the request was written."), afterResponseBytes: false)
             return
         }
         if let refused = gate.admit() {
             // A list installed since the lease withdrew the connection's pin: nothing was
-            // written, and nothing will be. Closing the connection (HTTP/1.1) or this stream
-            // (HTTP/2) tells the pool through channelInactive, as any close does.
-            receiver.fail(refused, afterResponseBytes: false)
+            // written, and nothing will be. The connection (HTTP/1.1) or this stream (HTTP/2)
+            // closes, and the pool hears of it now.
             context.close(promise: nil)
+            reportClosed()
+            receiver.fail(refused, afterResponseBytes: false)
             return
         }
         current = Current(receiver: receiver, requestAllowsKeepAlive: head.isKeepAlive, silenceTimeout: silenceTimeout)
@@ -466,18 +473,28 @@ final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     func channelInactive(context: ChannelHandlerContext) {
         closed = true
         finish(with: .connectionLost("The server closed the connection before the response was complete."), context: context)
-        events.closed()
         context.fireChannelInactive()
     }
 
-    /// Fails the current request (if any) and closes the connection.
+    /// Tells the pool, once, that this connection (or stream) is gone.
+    private func reportClosed() {
+        guard !reportedClosed else { return }
+        reportedClosed = true
+        events.closed()
+    }
+
+    /// Fails the current request (if any) and closes the connection. The pool hears of the
+    /// close before the request's receiver hears of the failure, so a caller who sees the
+    /// failure finds the connection's slot free.
     private func finish(with failure: PinnedHTTPFailure, context: ChannelHandlerContext) {
-        if let request = current {
-            current = nil
-            request.timer?.cancel()
+        let request = current
+        current = nil
+        request?.timer?.cancel()
+        context.close(promise: nil)
+        reportClosed()
+        if let request {
             request.receiver.fail(failure, afterResponseBytes: request.receivedBytes)
         }
-        context.close(promise: nil)
     }
 
     private func armTimer() {
