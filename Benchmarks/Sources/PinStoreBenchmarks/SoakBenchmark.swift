@@ -198,7 +198,9 @@ func soakStoreRows(seconds: Int) -> [Row] {
             baseline: "-", ratio: "-", target: "report", met: nil),
         Row(name: "  store under run(), bytes kept per installed list (60 s -> \(seconds) s)",
             value: String(format: "%.1f B (%d lists installed)", samples.bytesPerOperation, samples.operationsBetween),
-            baseline: "-", ratio: "-", target: "<= 1 KiB", met: samples.operationsBetween > 0 && samples.bytesPerOperation <= 1_024),
+            // A report, not a target: three samples of a 10-minute run cannot tell a slow leak
+            // from the allocator settling, and real lists change hours apart, not every second.
+            baseline: "-", ratio: "-", target: "report", met: nil),
     ]
 }
 
