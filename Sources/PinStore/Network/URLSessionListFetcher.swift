@@ -9,6 +9,13 @@ import FoundationNetworking
 /// connection is never shared with pinned API traffic, and no cookies or cache are kept. The
 /// platform's normal TLS trust evaluation applies. The body is read with a size limit and
 /// redirects are followed only to https (or loopback http when the request allows it).
+///
+/// The body must come as it is (`Accept-Encoding: identity`); a compressed one is refused
+/// before a byte of it is read. FoundationNetworking's libcurl inflates whatever encoding a
+/// server names, as fast as it can and with no back-pressure, so a limit counted on what the
+/// delegate receives cannot bound it: one megabyte of gzip from a hostile server grew a
+/// process by gigabytes before the limit's cancellation landed. Lists are at most a few hundred
+/// kilobytes, so compression saves the deployed servers little.
 public struct URLSessionListFetcher: FingerprintListFetcher {
     /// Creates the fetcher.
     public init() {}
@@ -22,6 +29,8 @@ public struct URLSessionListFetcher: FingerprintListFetcher {
         for (name, value) in request.headers {
             urlRequest.setValue(value, forHTTPHeaderField: name)
         }
+        // Last, so no caller's header can ask for a compressed body (see the type's comment).
+        urlRequest.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = request.timeout
         configuration.timeoutIntervalForResource = request.timeout
@@ -86,6 +95,12 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                     completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
+        if let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding")?
+            .trimmingCharacters(in: .whitespaces), !encoding.isEmpty, encoding.lowercased() != "identity" {
+            record(PinStoreError(.invalidListData, "The list server sent a \(encoding)-encoded body though an unencoded one was asked for (Accept-Encoding: identity); it is refused unread, since the size it inflates to cannot be bounded. Serve the list without Content-Encoding."))
+            completionHandler(.cancel)
+            return
+        }
         if response.expectedContentLength > Int64(request.maximumBodySize) {
             record(PinStoreError(.invalidListData, "The server announced a \(response.expectedContentLength)-byte list; the limit is \(request.maximumBodySize) bytes."))
             completionHandler(.cancel)
@@ -95,9 +110,16 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        // Nothing is kept once the download has failed, and no byte past the limit is kept:
+        // pieces already queued by the transport still arrive after the cancellation.
         let tooLarge = state.withLock { state -> Bool in
+            guard state.failure == nil else { return false }
+            guard state.body.count + data.count <= request.maximumBodySize else {
+                state.body = Data()
+                return true
+            }
             state.body.append(data)
-            return state.body.count > request.maximumBodySize
+            return false
         }
         if tooLarge {
             fail(PinStoreError(.invalidListData, "The list is larger than the \(request.maximumBodySize)-byte limit; stopped reading."))
