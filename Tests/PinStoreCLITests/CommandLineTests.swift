@@ -176,11 +176,10 @@ struct CommandLineTests {
     }
 
     @Test func fingerprintOfAClosedPortFailsWithOneLine() async throws {
-        // Start and stop a server to get a port that is free right now.
-        let server = try await ListServer.start(responder: ListResponders.staticList(Data()))
-        let port = server.port
-        try await server.shutdown()
-        let result = try await PinstoreBinary.run(["fingerprint", "127.0.0.1:\(port)", "--timeout", "3"])
+        // A port held closed for the test's length (a freed server port could be taken meanwhile).
+        let closed = try ClosedLoopbackPort()
+        let result = try await PinstoreBinary.run(["fingerprint", "127.0.0.1:\(closed.port)", "--timeout", "3"])
+        withExtendedLifetime(closed) {}
         #expect(result.status == 1)
         #expect(result.stderr.split(separator: "\n").count == 1)
         #expect(result.stderr.contains("cannot connect"))

@@ -12,16 +12,15 @@ import Testing
 /// underlying ``PinnedTransportError`` names the cause, after the client accepted only a bounded
 /// number of bytes.
 ///
-/// The request timeout is 30 s: "promptly" is asserted as well under half of it (generous on a
-/// loaded machine, where the real figure is milliseconds; the README's "Hostile servers" table
-/// has them). The memory bound is asserted through what the server managed to write before the
+/// "Promptly" is asserted through the cause, not the clock: a request that only ended at its
+/// 30 s timeout fails with `.timedOut` and no protocol cause, so the cause check fails it (a
+/// bound in seconds failed on a machine loaded by a parallel build; the README's "Hostile
+/// servers" table has the figures, milliseconds). The memory bound is asserted through what the server managed to write before the
 /// client gave up (the client cannot hold more than it read) or, for bodies, through the
 /// session's body budget counter: both independent of other tests running in the process.
 /// Serialized: a flood, however short, is CPU the other network tests running alongside need.
 @Suite(.serialized) struct HostileServerTests {
     static let requestTimeout: TimeInterval = 30
-    /// Well before the request timeout: a request that only ends at the timeout fails the test.
-    static let prompt: Duration = .seconds(12)
 
     func session(limits: PinnedTransportLimits = .init(), requestTimeout: TimeInterval = Self.requestTimeout) throws -> URLSession {
         let base = URLSessionConfiguration.ephemeral
@@ -64,7 +63,6 @@ import Testing
         let outcome = try await run(.pingFlood)
         #expect(outcome.error?.code == .badServerResponse)
         #expect(outcome.cause == .http2ControlFrameFlood)
-        #expect(outcome.elapsed < Self.prompt)
         #expect(outcome.serverSent < Self.acceptedBytes)
     }
 
@@ -75,14 +73,12 @@ import Testing
         let outcome = try await run(.emptyDataTrickle, requestTimeout: 2)
         #expect(outcome.error?.code == .badServerResponse)
         #expect(outcome.cause?.description.contains("ExcessiveEmptyDataFrames") == true)
-        #expect(outcome.elapsed < Self.prompt)
     }
 
     @Test func http2SettingsFloodFromAServerThatStopsReadingFailsPromptly() async throws {
         let outcome = try await run(.settingsFlood)
         #expect(outcome.error?.code == .badServerResponse)
         #expect(outcome.cause == .http2ControlFrameFlood)
-        #expect(outcome.elapsed < Self.prompt)
         #expect(outcome.serverSent < Self.acceptedBytes)
     }
 
@@ -90,7 +86,6 @@ import Testing
         let outcome = try await run(.continuationFlood)
         #expect(outcome.error?.code == .badServerResponse)
         #expect(outcome.cause == .http2ContinuationFlood)
-        #expect(outcome.elapsed < Self.prompt)
         #expect(outcome.serverSent < Self.acceptedBytes)
     }
 
@@ -98,7 +93,6 @@ import Testing
         let outcome = try await run(.http2OversizedHeaders)
         #expect(outcome.error?.code == .badServerResponse)
         #expect(outcome.cause == .responseHeadTooLarge(limit: PinnedTransportLimits.maximumResponseHeadSize))
-        #expect(outcome.elapsed < Self.prompt)
         #expect(outcome.serverSent < Self.acceptedBytes)
     }
 
@@ -106,7 +100,6 @@ import Testing
         let outcome = try await run(.http2InformationalStorm)
         #expect(outcome.error?.code == .badServerResponse)
         #expect(outcome.cause == .tooManyInformationalResponses(limit: PinnedTransportLimits.maximumInformationalResponses))
-        #expect(outcome.elapsed < Self.prompt)
         #expect(outcome.serverSent < Self.acceptedBytes)
     }
 
@@ -117,14 +110,12 @@ import Testing
             Issue.record("expected an HTTP/2 protocol violation, got \(String(describing: outcome.error))")
             return
         }
-        #expect(outcome.elapsed < Self.prompt)
     }
 
     @Test func http2PushPromiseIsRefusedAndFailsTheRequestAtOnce() async throws {
         let outcome = try await run(.pushPromise)
         #expect(outcome.error?.code == .badServerResponse)
         #expect(outcome.cause == .http2PushRefused)
-        #expect(outcome.elapsed < Self.prompt)
     }
 
     @Test func http2GoAwayWithAnErrorFailsTheOpenRequestAtOnce() async throws {
@@ -135,14 +126,12 @@ import Testing
             return
         }
         #expect(code.lowercased().contains("internal"))
-        #expect(outcome.elapsed < Self.prompt)
     }
 
     @Test func endlessStatusLineFailsAtTheHeadLimit() async throws {
         let outcome = try await run(.endlessStatusLine)
         #expect(outcome.error?.code == .badServerResponse)
         #expect(outcome.cause == .responseHeadTooLarge(limit: PinnedTransportLimits.maximumResponseHeadSize))
-        #expect(outcome.elapsed < Self.prompt)
         #expect(outcome.serverSent < Self.acceptedBytes)
     }
 
@@ -150,7 +139,6 @@ import Testing
         let outcome = try await run(.endlessHeaders)
         #expect(outcome.error?.code == .badServerResponse)
         #expect(outcome.cause == .responseHeadTooLarge(limit: PinnedTransportLimits.maximumResponseHeadSize))
-        #expect(outcome.elapsed < Self.prompt)
         #expect(outcome.serverSent < Self.acceptedBytes)
     }
 
@@ -158,7 +146,6 @@ import Testing
         let outcome = try await run(.informationalStorm)
         #expect(outcome.error?.code == .badServerResponse)
         #expect(outcome.cause == .tooManyInformationalResponses(limit: PinnedTransportLimits.maximumInformationalResponses))
-        #expect(outcome.elapsed < Self.prompt)
         #expect(outcome.serverSent < Self.acceptedBytes)
     }
 

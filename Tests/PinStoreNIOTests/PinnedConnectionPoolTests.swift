@@ -13,7 +13,8 @@ import Testing
         try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem", compressing: compressing)
     }
 
-    func configuration(timeout: TimeInterval = 10, _ change: (URLSessionConfiguration) -> Void = { _ in }) -> URLSessionConfiguration {
+    // 30 s, not 10: on a loaded machine a handshake took longer, and refusal tests saw `.timedOut`.
+    func configuration(timeout: TimeInterval = 30, _ change: (URLSessionConfiguration) -> Void = { _ in }) -> URLSessionConfiguration {
         let base = URLSessionConfiguration.ephemeral
         base.timeoutIntervalForRequest = timeout
         change(base)

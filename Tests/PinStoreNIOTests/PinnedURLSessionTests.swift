@@ -9,7 +9,9 @@ import Testing
 /// URLSession on Linux through `URLSessionConfiguration.pinned(by:)`, against real TLS servers
 /// on 127.0.0.1 presenting fixture certificates.
 @Suite struct PinnedURLSessionTests {
-    func session(_ store: PinStore, updateOnEmpty: Bool = false, timeout: TimeInterval = 10) throws -> URLSession {
+    // 30 s: a handshake on a machine loaded by a parallel build took longer than 10 s, and a
+    // refusal test then saw `.timedOut` instead of the refusal it checks.
+    func session(_ store: PinStore, updateOnEmpty: Bool = false, timeout: TimeInterval = 30) throws -> URLSession {
         let base = URLSessionConfiguration.ephemeral
         base.timeoutIntervalForRequest = timeout
         return URLSession(configuration: .pinned(by: store, trustRoots: try Pins.anchors, updateOnEmpty: updateOnEmpty, basedOn: base))
