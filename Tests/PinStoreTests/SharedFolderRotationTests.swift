@@ -86,4 +86,47 @@ import Testing
             throw error
         }
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aWorkerCutOffFromTheServerStopsCountingTheLeakedListOnceTheRotationIsInTheFolder() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let ring = try KeyRing(count: 2)
+        let served = Served()
+        let server = try await ListServer.start(responder: ListResponders.withKeyDocuments({ served.keys.withLock { $0 } }) { _ in
+            ListServerResponse(status: 200, headers: [("Content-Type", "application/json")], body: served.list.withLock { $0 })
+        })
+        do {
+            let clock = ManualClock.inValidPeriod()
+            let configuration = try Self.configuration(ring, server: server, directory: directory.url)
+            let a = try PinStore(configuration: configuration, fetcher: URLSessionListFetcher(), clock: clock)
+            // Worker B never reaches the server: all it knows comes through the shared folder.
+            let cutOff = ScriptedFetcher { _ throws(PinStoreError) in throw PinStoreError(.network, "not reachable in this test") }
+            let b = try PinStore(configuration: configuration, fetcher: cutOff, clock: clock)
+
+            let leaked = try Rotation.list(ring, signers: [0], entries: [Rotation.other], version: Int64.max - 1, timestamp: Int64.max - 1)
+            served.list.withLock { $0 = leaked }
+            try #require(await a.update(mode: .forced) == .ok)
+            _ = await b.updater.scheduledUpdate()
+            try #require(b.storedEntries == [Rotation.other])
+            clock.advance(configuration.periodicUpdateInterval + 1)
+
+            // The team retires key 0 before its next list is ready: the server still serves the
+            // leaked list. A follows the rotation and stops counting that list.
+            let rotation = try Rotation.served([Rotation.document(ring, version: 2, keys: [1], threshold: 1, signers: [0, 1])])
+            served.keys.withLock { $0 = rotation }
+            #expect(await a.update(mode: .forced) == .invalidSignature)
+            #expect(a.storedEntries.isEmpty)
+
+            // B's scheduled update finds key document 2 in the folder, and no newer list.
+            let report = await b.updater.scheduledUpdate()
+            #expect(report?.result == .networkError)
+            #expect(b.keySetVersion == 2)
+            #expect(b.storedEntries.isEmpty)
+            #expect(cutOff.requestCount == 1)
+            try await server.shutdown()
+        } catch {
+            try? await server.shutdown()
+            throw error
+        }
+    }
 }

@@ -123,8 +123,8 @@ public final class PinStore: Sendable {
     package let transportSecurity: TransportSecurityExceptionTable
     /// The read path's state: what every pin decision reads, with one lock.
     let state: Locked<State>
-    /// The list's life: downloads, schedule, refusal budget, verification, files. It puts the
-    /// lists it accepts in force in ``state``.
+    /// The list's life: downloads, schedule, refusal budget, files, and the trusted state
+    /// (``TrustedListState``: keys and list in force). It publishes the list in force to ``state``.
     let updater: ListUpdater
     let observers = Locked(PinStoreObservers())
     let metrics: PinStoreMetrics

@@ -12,9 +12,9 @@ import Logging
 /// (``PinStore/pinSnapshot()``, ``PinStore/listGeneration``) and the update path can be driven
 /// alone in tests with a ``FingerprintListFetcher`` and a ``PinStoreClock``.
 ///
-/// Every change of the trusted state goes through ``changingTrust(at:_:)``, which also is the
-/// one install path: when the list in force changed, it publishes the store's snapshot
-/// (``PinStore/State/publish(_:)``) with the list's due date in the same critical section.
+/// Every change of the trusted state goes through ``changingTrust(at:_:)``; when the list in
+/// force changed, it publishes the store's snapshot (``PinStore/State/publish(_:)``) with the
+/// list's due date through the one install path, ``publish(_:nextUpdate:)``.
 /// Lock order: ``trust``, then ``state``, then the read state's; the read path never takes
 /// either of the updater's locks while it holds its own.
 final class ListUpdater: Sendable {
@@ -103,13 +103,23 @@ final class ListUpdater: Sendable {
 
     /// Changes the updater's state (its schedule) and publishes the due date to the read state
     /// in the same critical section, so a decision reads the list and the due date with one lock.
-    /// With `list`, publishes that list in force too (nil inside: none).
-    private func changingSchedule(publishing list: PinStore.StoredList?? = nil, _ body: (inout State) -> Void) {
+    private func changingSchedule(_ body: (inout State) -> Void) {
         state.withLock { state in
             body(&state)
             let due = state.schedule.dueDate
+            inForce.withLock { $0.updateDue = due }
+        }
+    }
+
+    /// The one install path: publishes `list` (nil: none) as the store's snapshot together with
+    /// the due date a new list brings (`nextUpdate`; nil keeps the schedule), so a decision never
+    /// sees the new list with the old list's due date.
+    private func publish(_ list: PinStore.StoredList?, nextUpdate: Date?) {
+        state.withLock { state in
+            if let nextUpdate { state.schedule.listApplied(nextUpdate: nextUpdate) }
+            let due = state.schedule.dueDate
             inForce.withLock { readState in
-                if let list { readState.publish(list) }
+                readState.publish(list)
                 readState.updateDue = due
             }
         }
@@ -117,9 +127,9 @@ final class ListUpdater: Sendable {
 
     /// Runs `body` on the trusted state: the only way the key set or the list in force changes.
     ///
-    /// When the list in force changed (``TrustedListState/listRevision``), this is the one
-    /// install path: the store's snapshot is republished in the same critical section, with the
-    /// due date `body` left in its second argument (a new list brings its schedule; a dropped
+    /// When the list in force changed (``TrustedListState/listRevision``), the store's snapshot
+    /// is republished in the same critical section (``publish(_:nextUpdate:)``), with the due
+    /// date `body` left in its second argument (a new list brings its schedule; a dropped
     /// one leaves the schedule as it was), also when `body` throws after a change (a key
     /// rotation that dropped the list, then an expired key document). The store hears of it
     /// after the lock is released: its observers may read the store.
@@ -136,9 +146,7 @@ final class ListUpdater: Sendable {
                 result = .failure(error)
             }
             guard trusted.listRevision != revision else { return (result, false) }
-            changingSchedule(publishing: .some(trusted.inForce?.list)) { state in
-                if let nextUpdate { state.schedule.listApplied(nextUpdate: nextUpdate) }
-            }
+            publish(trusted.inForce?.list, nextUpdate: nextUpdate)
             return (result, true)
         }
         if changed { hooks.withLock { $0 }.listChanged(now) }
