@@ -138,7 +138,8 @@ public final class PinStore: Sendable {
         /// The list in force as every read sees it, with its generation.
         private(set) var list = ListSnapshot.none
         /// When the next pin (list, fallback or policy) expires, Unix seconds: reaching it bumps
-        /// ``generation``. `.min`: not known yet (recomputed on the next read, without a bump).
+        /// the snapshot's ``ListSnapshot/generation``. `.min`: not known yet (recomputed on the
+        /// next read, without a bump).
         var nextPinExpiry: Int64 = .min
         /// The `expires` whose passing has been reported (one log line per list).
         var reportedListExpiry: Int64?
