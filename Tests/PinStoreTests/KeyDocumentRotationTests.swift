@@ -169,7 +169,11 @@ import Testing
         defer { directory.cleanUp() }
         let ring = try KeyRing(count: 5)
         let publication = Publication()
-        let store = try await Self.storeWithList(ring, publication, directory: directory.url)
+        // Signed by keys 1 and 2, in both sets: the list in force stays across the rotation
+        // (a list set 2 did not sign would stop counting, expired document or not).
+        publication.list = try Rotation.list(ring, signers: [1, 2], version: 1)
+        let store = try Self.makeStore(ring, publication, directory: directory.url)
+        try #require(await store.update() == .ok)
         publication.keys = try Rotation.served([Self.v2(ring, expires: Rotation.now - 1)])
         publication.list = try Rotation.list(ring, signers: [1, 2], entries: [Rotation.other], version: 2)
         let report = await store.updateWithReport(mode: .forced)

@@ -27,8 +27,8 @@ struct UpdaterHarness {
         updater.loadSaved()
     }
 
-    var stored: PinStore.StoredList? { inForce.withLock { $0.stored } }
-    var generation: UInt64 { inForce.withLock { $0.generation } }
+    var stored: PinStore.StoredList? { updater.trust.withLock { $0.inForce?.list } }
+    var generation: UInt64 { inForce.withLock { $0.list.generation } }
     var publishedDue: Date { inForce.withLock { $0.updateDue } }
     var changeCount: Int { changes.withLock { $0 } }
 }

@@ -232,7 +232,7 @@ extension PinStore {
     /// The pins in force and the time, read once for a decision.
     func pinSnapshot() -> (list: PinIndex?, domainsConfig: DomainsConfig?, now: Int64, certificateTransparency: CTLogList?) {
         let (list, domainsConfig, due, certificateTransparency) = state.withLock {
-            ($0.stored?.index, $0.stored?.domainsConfig, $0.updateDue, $0.stored?.certificateTransparency)
+            ($0.list.index, $0.list.domainsConfig, $0.updateDue, $0.list.certificateTransparency)
         }
         let date = clock.now()
         if date >= due { startScheduledUpdateIfDue(at: date) }

@@ -109,7 +109,7 @@ extension PinStore {
     /// Whether a decision for `host` at `now` was made with CT failing open (see
     /// ``PinningEvent/certificateTransparencyFailedOpen``).
     func certificateTransparencyFailsOpen(for host: String, at now: Date) -> Bool {
-        let list = state.withLock { $0.stored?.certificateTransparency }
+        let list = state.withLock { $0.list.certificateTransparency }
         guard certificateTransparency.mayApply(list: list), let name = try? HostName(host) else { return false }
         return certificateTransparency.mode(for: name, list: list) != .off
             && certificateTransparency.failsOpen(list: list, now: Int64(now.timeIntervalSince1970.rounded(.down)))
@@ -122,7 +122,7 @@ extension PinStore {
     /// the label set beyond what the configuration and the lists name.
     func metricsHost(_ host: String) -> String {
         guard let key = HostName.lookupKey(host) else { return "other" }
-        let list = state.withLock { $0.stored?.index }
+        let list = state.withLock { $0.list.index }
         for index in [list, fallbackIndex].compactMap({ $0 }) where index.exact[key] != nil { return key }
         if expectedNames?.contains(key) == true { return key }
         if let policy = staticPins.mostSpecificPolicy(for: key) {

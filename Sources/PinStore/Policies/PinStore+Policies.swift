@@ -19,7 +19,7 @@ extension PinStore {
         lines += chain.summary.map { "    " + $0 }
         lines.append("  Pins that applied to \(host):")
         let now = Int64(clock.now().timeIntervalSince1970.rounded(.down))
-        let stored = state.withLock { $0.stored?.index }
+        let stored = state.withLock { $0.list.index }
         var any = false
         for (index, source) in [(stored, "signed list"), (fallbackIndex, "fallback list")] {
             guard let index, let key = HostName.lookupKey(host) else { continue }

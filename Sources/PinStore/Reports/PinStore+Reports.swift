@@ -38,7 +38,7 @@ extension PinStore {
             if !known.contains(pin) { known.append(pin) }
             if let expires, expires != .max { latest = max(latest ?? expires, expires) }
         }
-        let stored = state.withLock { $0.stored?.index }
+        let stored = state.withLock { $0.list.index }
         var tables: [(String, ArraySlice<PinIndex.Pin>)] = []
         for index in [stored, fallbackIndex].compactMap({ $0 }) {
             if let pins = index.exact[key] { tables.append((key, pins)) }

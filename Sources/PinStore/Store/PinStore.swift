@@ -123,26 +123,23 @@ public final class PinStore: Sendable {
     package let transportSecurity: TransportSecurityExceptionTable
     /// The read path's state: what every pin decision reads, with one lock.
     let state: Locked<State>
-    /// The list's life: downloads, schedule, refusal budget, verification, files. It puts the
-    /// lists it accepts in force in ``state``.
+    /// The list's life: downloads, schedule, refusal budget, files, and the trusted state
+    /// (``TrustedListState``: keys and list in force). It publishes the list in force to ``state``.
     let updater: ListUpdater
     let observers = Locked(PinStoreObservers())
     let metrics: PinStoreMetrics
     /// Sends pin-failure reports when ``Configuration/reportURI`` is set (Reports/).
     let reporter: PinFailureReporter?
 
-    /// What every pin decision reads, behind one lock. ``ListUpdater`` writes the list in force
-    /// (``replaceList(_:expires:)``) and publishes when its next update is due (``updateDue``);
-    /// everything else here belongs to the read path.
+    /// What every pin decision reads, behind one lock. ``ListUpdater`` publishes the list in
+    /// force (``publish(_:)``) and when its next update is due (``updateDue``); everything else
+    /// here belongs to the read path.
     struct State {
-        /// The verified list in force (nil: nothing downloaded or loaded).
-        var stored: StoredList?
-        /// The `expires` of the list in force (Unix seconds); `.max` when it has none.
-        var listExpires: Int64 = .max
-        /// Bumped on every change of the list in force, and when a pin expires.
-        var generation: UInt64 = 0
+        /// The list in force as every read sees it, with its generation.
+        private(set) var list = ListSnapshot.none
         /// When the next pin (list, fallback or policy) expires, Unix seconds: reaching it bumps
-        /// ``generation``. `.min`: not known yet (recomputed on the next read, without a bump).
+        /// the snapshot's ``ListSnapshot/generation``. `.min`: not known yet (recomputed on the
+        /// next read, without a bump).
         var nextPinExpiry: Int64 = .min
         /// The `expires` whose passing has been reported (one log line per list).
         var reportedListExpiry: Int64?
@@ -150,13 +147,16 @@ public final class PinStore: Sendable {
         /// published with every change), so a decision checks the schedule in the same lock read.
         var updateDue: Date = .distantPast
 
-        /// Puts `list` in force (nil: none) and bumps the generation, so whoever keeps trust
-        /// derived from the old list checks it again.
-        mutating func replaceList(_ list: StoredList?, expires: Int64?) {
-            stored = list
-            listExpires = expires ?? .max
-            generation &+= 1
+        /// Publishes `list` (nil: none) as the list in force under the next generation, so
+        /// whoever keeps trust derived from the old list checks it again.
+        mutating func publish(_ list: StoredList?) {
+            self.list = ListSnapshot(list, generation: self.list.generation &+ 1)
             nextPinExpiry = .min
+        }
+
+        /// A pin expired: the same list under the next generation.
+        mutating func bumpGeneration() {
+            list = list.nextGeneration()
         }
     }
 
@@ -177,8 +177,9 @@ public final class PinStore: Sendable {
         var certificateTransparency: CTLogList? = nil
     }
 
-    /// What the store keeps of the list in force: its pins, indexed, and what later updates
-    /// compare against. The body itself lives in the store file only.
+    /// The list in force as ``TrustedListState`` holds it: its pins, indexed, and what later
+    /// updates compare against (the signed bytes it came in are kept beside it, in
+    /// ``TrustedListState/ListInForce``).
     struct StoredList: Sendable {
         /// The unexpired pins when the list was installed.
         let index: PinIndex
@@ -195,6 +196,8 @@ public final class PinStore: Sendable {
         var version: Int64? = nil
         /// The signed Certificate Transparency section, re-derived from the body on every load.
         var certificateTransparency: CTLogList? = nil
+        /// The signed whole-list `expires` (Unix seconds), when it has one.
+        var expires: Int64? = nil
     }
 
     /// Creates a store, loading (and re-verifying) any list saved by an earlier run.
@@ -254,7 +257,7 @@ public final class PinStore: Sendable {
                 "pinstore.enforcement": "\(configuration.enforcement)",
             ])
         }
-        let storedPins = state.withLock { $0.stored?.index.pinCount ?? 0 }
+        let storedPins = state.withLock { $0.list.index?.pinCount ?? 0 }
         FreedMemory.returnAfterLargeList(pinCount: max(fallbackIndex.pinCount, storedPins))
     }
 
@@ -373,7 +376,7 @@ public final class PinStore: Sendable {
         if let expectedNames, !expectedNames.contains(host) {
             return .untrusted
         }
-        let (stored, due) = state.withLock { ($0.stored?.index, $0.updateDue) }
+        let (stored, due) = state.withLock { ($0.list.index, $0.updateDue) }
         let date = clock.now()
         // A store in use follows its schedule: the caller goes on with the pins it has while
         // one shared download runs in the background. Costs a compare when nothing is due.
@@ -430,10 +433,10 @@ public final class PinStore: Sendable {
         let now = Int64(clock.now().timeIntervalSince1970.rounded(.down))
         return state.withLock { state in
             if now >= state.nextPinExpiry {
-                if state.nextPinExpiry != .min { state.generation &+= 1 }
-                state.nextPinExpiry = nextPinExpiry(after: now, stored: state.stored?.index)
+                if state.nextPinExpiry != .min { state.bumpGeneration() }
+                state.nextPinExpiry = nextPinExpiry(after: now, stored: state.list.index)
             }
-            return state.generation
+            return state.list.generation
         }
     }
 
@@ -476,7 +479,7 @@ public final class PinStore: Sendable {
     /// ``ExpiredListPolicy/refusePins`` an entry's `expires` is at most its list's `expires`.
     public var storedEntries: [FingerprintEntry] {
         let now = clock.now()
-        return (state.withLock { $0.stored?.index.entries } ?? []).filter { $0.isValid(at: now) }
+        return (state.withLock { $0.list.index?.entries } ?? []).filter { $0.isValid(at: now) }
     }
 
     /// The update adapters run after a refusal (a pin mismatch, or a host without pins), so a
@@ -504,7 +507,7 @@ public final class PinStore: Sendable {
     /// Whether the list in force is past its own `expires` at `now`.
     func listIsExpired(at now: Date) -> Bool {
         let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
-        return state.withLock { seconds >= $0.listExpires }
+        return state.withLock { seconds >= $0.list.expires }
     }
 
     /// Reports, once per list, that the list in force has passed its `expires`: one log line
@@ -513,12 +516,12 @@ public final class PinStore: Sendable {
     func noteListExpiry(at now: Date) {
         let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
         let newlyExpired: Int64? = state.withLock { state in
-            guard seconds >= state.listExpires else { return nil }
-            guard state.reportedListExpiry != state.listExpires else { return nil }
-            state.reportedListExpiry = state.listExpires
-            return state.listExpires
+            guard seconds >= state.list.expires else { return nil }
+            guard state.reportedListExpiry != state.list.expires else { return nil }
+            state.reportedListExpiry = state.list.expires
+            return state.list.expires
         }
-        metrics.listExpired.record(seconds >= state.withLock({ $0.listExpires }) ? 1 : 0)
+        metrics.listExpired.record(seconds >= state.withLock({ $0.list.expires }) ? 1 : 0)
         guard let newlyExpired else { return }
         logger.warning("the fingerprint list in force has expired; updating now", metadata: [
             "pinstore.identifier": "\(configuration.identifier)",
@@ -530,15 +533,15 @@ public final class PinStore: Sendable {
     /// Refreshes `pinstore_valid_pins` and `pinstore_list_age_seconds`.
     func updateGauges(now: Date) {
         noteListExpiry(at: now)
-        let stored = state.withLock { $0.stored }
+        let list = state.withLock { $0.list }
         let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
-        metrics.validPins.record((stored?.index.validPinCount(at: seconds) ?? 0) + fallbackIndex.validPinCount(at: seconds))
+        metrics.validPins.record((list.index?.validPinCount(at: seconds) ?? 0) + fallbackIndex.validPinCount(at: seconds))
         if !staticPins.policies.isEmpty { metrics.expiredPolicies.record(staticPins.expiredPolicies(at: seconds).count) }
-        let nextExpiry = staticPins.policies.reduce(min(stored?.index.nextExpiry(after: seconds) ?? .max, fallbackIndex.nextExpiry(after: seconds))) {
+        let nextExpiry = staticPins.policies.reduce(min(list.index?.nextExpiry(after: seconds) ?? .max, fallbackIndex.nextExpiry(after: seconds))) {
             $1.expires > seconds ? min($0, $1.expires) : $0
         }
         if nextExpiry < .max { metrics.nextPinExpiry.record(nextExpiry - seconds) }
-        if let updatedAt = stored?.updatedAt {
+        if let updatedAt = list.updatedAt {
             metrics.listAge.record(max(0, now.timeIntervalSince1970 - updatedAt))
         }
     }

@@ -1,9 +1,10 @@
 import Foundation
 import Logging
 
-/// The life of the signed list: the one download under way, the schedule, the refusal budget,
-/// verification, the rules a list must pass to replace the one in force, and the store and
-/// key-document files.
+/// The I/O of the signed list: the one download under way, the schedule, the refusal budget,
+/// and the store and key-document files. What is trusted (the key set, the list in force, the
+/// rollback floor) lives in ``TrustedListState``, which alone verifies and accepts; the updater
+/// fetches and reads bytes, feeds them in, and publishes the result.
 ///
 /// Why it is a type of its own: ``PinStore`` answers pin decisions from any thread, many times
 /// a second, and needs only the list in force; everything that changes that list is slow,
@@ -11,10 +12,11 @@ import Logging
 /// (``PinStore/pinSnapshot()``, ``PinStore/listGeneration``) and the update path can be driven
 /// alone in tests with a ``FingerprintListFetcher`` and a ``PinStoreClock``.
 ///
-/// The updater owns its own state (``State``) and writes the store's read state
-/// (``PinStore/State``) only through ``PinStore/State/replaceList(_:expires:)`` and the published
-/// due date. Lock order: the updater's lock, then the read state's; the read path never takes
-/// the updater's lock while it holds its own.
+/// Every change of the trusted state goes through ``changingTrust(at:_:)``; when the list in
+/// force changed, it publishes the store's snapshot (``PinStore/State/publish(_:)``) with the
+/// list's due date through the one install path, ``publish(_:nextUpdate:)``.
+/// Lock order: ``trust``, then ``state``, then the read state's; the read path never takes
+/// either of the updater's locks while it holds its own.
 final class ListUpdater: Sendable {
     /// What the store does when the list in force changes or time passes: set once by the store
     /// right after its own `init` (``connect(_:)``), so the updater does not keep it alive.
@@ -34,8 +36,6 @@ final class ListUpdater: Sendable {
         var inFlight: Task<PinStore.UpdateReport, Never>?
         /// Downloads started on behalf of refusals (``updateAfterRefusal(decidedUnder:)``).
         var refusalBudget: RefusalBudget
-        /// The list-signing keys in force and the key documents that led to them.
-        var keys: TrustedKeys
     }
 
     let configuration: PinStore.Configuration
@@ -49,9 +49,13 @@ final class ListUpdater: Sendable {
     let file: PersistentListFile
     /// Where the key documents accepted so far are kept (``PinStore/Configuration/keyDocumentFileURL``).
     let keyFile: PersistentListFile
-    /// The store's read state: where a verified list goes in force.
+    /// The store's read state: where the list in force is published.
     let inForce: Locked<PinStore.State>
     let state: Locked<State>
+    /// The key set and the list in force. Its lock is held by each change from verification to
+    /// publication, so changes happen one at a time and none slips in between a check and its
+    /// effect; decisions never take it (they read the published snapshot).
+    let trust: Locked<TrustedListState>
     let hooks = Locked(Hooks())
 
     /// An updater for `configuration` (validated: `configuredKeys` is its key set) that puts the
@@ -72,8 +76,11 @@ final class ListUpdater: Sendable {
         self.keyFile = PersistentListFile(url: configuration.keyDocumentFileURL, maximumSize: KeyChain.maximumStoredSize)
         let schedule = RefreshSchedule(listDue: .distantPast, periodicInterval: configuration.periodicUpdateInterval)
         self.state = Locked(State(schedule: schedule, inFlight: nil,
-                                  refusalBudget: RefusalBudget(interval: configuration.refusalUpdateInterval),
-                                  keys: TrustedKeys(configured: configuredKeys)))
+                                  refusalBudget: RefusalBudget(interval: configuration.refusalUpdateInterval)))
+        self.trust = Locked(TrustedListState(configuredKeys: configuredKeys, options: TrustedListState.Options(
+            requireListSignature: configuration.requiresWholeListSignature,
+            mode: configuration.useChallenge ? .challenge : .static,
+            capsPinsAtListExpiry: configuration.expiredListPolicy == .refusePins)))
         inForce.withLock { $0.updateDue = schedule.dueDate }
     }
 
@@ -104,13 +111,55 @@ final class ListUpdater: Sendable {
         }
     }
 
+    /// The one install path: publishes `list` (nil: none) as the store's snapshot together with
+    /// the due date a new list brings (`nextUpdate`; nil keeps the schedule), so a decision never
+    /// sees the new list with the old list's due date.
+    private func publish(_ list: PinStore.StoredList?, nextUpdate: Date?) {
+        state.withLock { state in
+            if let nextUpdate { state.schedule.listApplied(nextUpdate: nextUpdate) }
+            let due = state.schedule.dueDate
+            inForce.withLock { readState in
+                readState.publish(list)
+                readState.updateDue = due
+            }
+        }
+    }
+
+    /// Runs `body` on the trusted state: the only way the key set or the list in force changes.
+    ///
+    /// When the list in force changed (``TrustedListState/listRevision``), the store's snapshot
+    /// is republished in the same critical section (``publish(_:nextUpdate:)``), with the due
+    /// date `body` left in its second argument (a new list brings its schedule; a dropped
+    /// one leaves the schedule as it was), also when `body` throws after a change (a key
+    /// rotation that dropped the list, then an expired key document). The store hears of it
+    /// after the lock is released: its observers may read the store.
+    @discardableResult
+    func changingTrust<Value>(at now: Date,
+                              _ body: (inout TrustedListState, inout Date?) throws(PinStoreError) -> Value) throws(PinStoreError) -> Value {
+        let (result, changed) = trust.withLock { trusted -> (Result<Value, PinStoreError>, Bool) in
+            let revision = trusted.listRevision
+            var nextUpdate: Date?
+            let result: Result<Value, PinStoreError>
+            do throws(PinStoreError) {
+                result = .success(try body(&trusted, &nextUpdate))
+            } catch {
+                result = .failure(error)
+            }
+            guard trusted.listRevision != revision else { return (result, false) }
+            publish(trusted.inForce?.list, nextUpdate: nextUpdate)
+            return (result, true)
+        }
+        if changed { hooks.withLock { $0 }.listChanged(now) }
+        return try result.get()
+    }
+
     // MARK: - Updates
 
     /// Brings the list up to date as `mode` says (``PinStore/updateWithReport(mode:)``).
     func update(mode: PinStore.UpdateMode) async -> PinStore.UpdateReport {
         let now = clock.now()
         let hasValidStored = inForce.withLock { state in
-            state.stored.map { now.timeIntervalSince1970 < Double($0.index.latestExpires) } ?? false
+            state.list.index.map { now.timeIntervalSince1970 < Double($0.latestExpires) } ?? false
         }
         if mode == .forced || !hasValidStored {
             return await startDownloadIfNeeded().value
@@ -183,7 +232,7 @@ final class ListUpdater: Sendable {
             // Joining a download under way (scheduled, explicit or another refusal's) is free
             // and does not spend the budget.
             if let running = state.inFlight { return running }
-            if let generation, generation != inForce.withLock({ $0.generation }) {
+            if let generation, generation != inForce.withLock({ $0.list.generation }) {
                 listChanged = true
                 return nil
             }
@@ -224,7 +273,7 @@ final class ListUpdater: Sendable {
             }
             let report = await self.downloadAndApply()
             if report.result == .ok {
-                FreedMemory.returnAfterLargeList(pinCount: self.inForce.withLock { $0.stored?.index.pinCount ?? 0 })
+                FreedMemory.returnAfterLargeList(pinCount: self.inForce.withLock { $0.list.index?.pinCount ?? 0 })
             }
             let now = self.clock.now()
             self.changingSchedule { state in
@@ -242,10 +291,9 @@ final class ListUpdater: Sendable {
         // A list in force past its `expires` is reported before the update that replaces it.
         hooks.withLock { $0 }.refreshGauges(now)
         do {
-            let keys = try await refreshKeys(at: now)
-            let verified = try await download(keys: keys)
-            let saveError = try apply(verified, now: now)
-            logger.info("fingerprint list updated", metadata: ["entries": "\(verified.entries.count)", "identifier": "\(configuration.identifier)"])
+            try await refreshKeys(at: now)
+            let saveError = try apply(try await download(), now: now)
+            logger.info("fingerprint list updated", metadata: ["identifier": "\(configuration.identifier)"])
             return PinStore.UpdateReport(result: .ok, error: nil, saveError: saveError)
         } catch {
             logger.warning("fingerprint list update failed", metadata: ["reason": "\(error)", "identifier": "\(configuration.identifier)"])
@@ -253,7 +301,8 @@ final class ListUpdater: Sendable {
         }
     }
 
-    private func download(keys: ListKeySet) async throws(PinStoreError) -> PinStore.VerifiedList {
+    /// Downloads the list (not verified yet: that is ``TrustedListState/acceptList(_:at:)``'s part).
+    private func download() async throws(PinStoreError) -> PersistedList {
         var headers: [String: String] = [:]
         var challenge: String?
         if configuration.useChallenge {
@@ -272,51 +321,46 @@ final class ListUpdater: Sendable {
         guard response.body.count <= configuration.maximumListSize else {
             throw PinStoreError(.invalidListData, "The list is larger than the \(configuration.maximumListSize)-byte limit.")
         }
-        let persisted = PersistedList(mode: challenge == nil ? .static : .challenge, body: response.body,
-                                      challenge: challenge,
-                                      signature: challenge == nil ? nil : response.headers[PinStore.signatureHeader.lowercased()],
-                                      extraSignatures: challenge == nil ? nil : response.headers[ListVerifier.extraSignaturesHeader.lowercased()],
-                                      nextUpdate: 0)
-        return try verifier(keys).verify(persisted)
+        return PersistedList(mode: challenge == nil ? .static : .challenge, body: response.body,
+                             challenge: challenge,
+                             signature: challenge == nil ? nil : response.headers[PinStore.signatureHeader.lowercased()],
+                             extraSignatures: challenge == nil ? nil : response.headers[ListVerifier.extraSignaturesHeader.lowercased()],
+                             nextUpdate: 0)
     }
 
-    /// The pure verifier for `keys` and this configuration.
-    func verifier(_ keys: ListKeySet) -> ListVerifier {
-        ListVerifier(keys: keys, requireListSignature: configuration.requiresWholeListSignature,
-                     mode: configuration.useChallenge ? .challenge : .static)
-    }
-
-    /// Verifies signed material, from the network or from the store file, with the keys in force.
+    /// Verifies signed material, from the network or from the store file, with the keys in
+    /// force; changes nothing.
     func verify(_ persisted: PersistedList) throws(PinStoreError) -> PinStore.VerifiedList {
-        try verifier(state.withLock { $0.keys.current }).verify(persisted)
+        try trust.withLock { $0 }.verify(persisted)
     }
 
-    /// Puts a verified download in force and saves it. Returns the save error, if any: the
-    /// list is in force in this process all the same.
-    private func apply(_ verified: PinStore.VerifiedList, now: Date) throws(PinStoreError) -> PinStoreError? {
-        let current = inForce.withLock { $0.stored }
-        guard try ListAcceptance.check(verified, against: current, at: now) else {
-            // The same version as the list in force: nothing changes but the schedule.
-            keepCurrentList(now: now)
-            return nil
+    /// Offers a download to the trusted state and, when it went in force, saves it. Returns
+    /// the save error, if any: the list is in force in this process all the same.
+    private func apply(_ downloaded: PersistedList, now: Date) throws(PinStoreError) -> PinStoreError? {
+        var material = downloaded
+        material.updatedAt = now.timeIntervalSince1970
+        return try changingTrust(at: now) { trusted, nextUpdate throws(PinStoreError) -> PinStoreError? in
+            guard case .installed(let valid) = try trusted.acceptList(material, at: now) else {
+                // The same version as the list in force: nothing changes but the schedule.
+                keepCurrentList(trusted.inForce?.list, now: now)
+                return nil
+            }
+            let listExpires = trusted.inForce?.list.expires
+            let next = self.nextUpdate(for: valid, listExpires: listExpires, now: now)
+            nextUpdate = listExpires.map { min(next, Date(timeIntervalSince1970: TimeInterval($0))) } ?? next
+            var saved = material
+            saved.nextUpdate = next.timeIntervalSince1970
+            do throws(PinStoreError) {
+                try file.save(saved)
+                return nil
+            } catch {
+                // The verified list is still good for this process; only persistence failed. A
+                // restart would bring the older file back, so say so loudly and count it.
+                metrics.saveFailures.increment()
+                logger.error("could not save the fingerprint list; it is in force in this process only", metadata: ["reason": "\(error)"])
+                return error
+            }
         }
-        let valid = try ListAcceptance.validEntries(of: verified, at: now)
-        let next = nextUpdate(for: valid, listExpires: verified.expires, now: now)
-        var persisted = verified.persisted
-        persisted.nextUpdate = next.timeIntervalSince1970
-        persisted.updatedAt = now.timeIntervalSince1970
-        var saveError: PinStoreError?
-        do {
-            try file.save(persisted)
-        } catch {
-            // The verified list is still good for this process; only persistence failed. A
-            // restart would bring the older file back, so say so loudly and count it.
-            saveError = error
-            metrics.saveFailures.increment()
-            logger.error("could not save the fingerprint list; it is in force in this process only", metadata: ["reason": "\(error)"])
-        }
-        install(valid, from: persisted, verified: verified, now: now)
-        return saveError
     }
 
     /// When the next download is due after a list applied at `now`: the deployed clients'
@@ -330,104 +374,62 @@ final class ListUpdater: Sendable {
         return max(next, now.addingTimeInterval(min(Self.minimumUpdateInterval, configuration.periodicUpdateInterval)))
     }
 
-    /// A download brought the version already in force: keep it, and schedule as if applied.
-    private func keepCurrentList(now: Date) {
-        let (entries, expires) = inForce.withLock { ($0.stored?.index.entries ?? [], $0.listExpires) }
-        let valid = entries.filter { $0.isValid(at: now) }
-        let next = nextUpdate(for: valid, listExpires: expires == .max ? nil : expires, now: now)
+    /// A download brought the version already in force (`current`): keep it, and schedule as
+    /// if applied.
+    private func keepCurrentList(_ current: PinStore.StoredList?, now: Date) {
+        let valid = (current?.index.entries ?? []).filter { $0.isValid(at: now) }
+        let next = nextUpdate(for: valid, listExpires: current?.expires, now: now)
         changingSchedule { $0.schedule.listApplied(nextUpdate: min(next, now.addingTimeInterval(configuration.periodicUpdateInterval))) }
     }
 
-    /// Makes `entries` (verified, from `persisted`) the list in force and tells the store.
-    /// `fromFile`: the list was read from the store file at start-up, whose dates nobody signed
-    /// and which may be old; see ``RefreshSchedule/dueDate(ofListFromFile:signedTimestamp:now:periodicInterval:)``.
-    private func install(_ entries: [FingerprintEntry], from persisted: PersistedList, verified: PinStore.VerifiedList,
-                         now: Date, fromFile: Bool = false) {
-        let timestamp = verified.timestamp
-        // Under ``PinStore/ExpiredListPolicy/refusePins`` no pin outlives its list: every read
-        // path (validate, the evaluators, the generation that re-checks pooled connections)
-        // then drops the list's pins at the list's `expires`, with nothing checked per decision.
-        var entries = entries
-        if let listExpires = verified.expires, configuration.expiredListPolicy == .refusePins {
-            entries = entries.map { entry in
-                entry.expires <= listExpires ? entry
-                    : FingerprintEntry(name: entry.name, fingerprint: entry.fingerprint, expires: listExpires,
-                                       depth: entry.depth, kind: entry.kind)
-            }
-        }
-        let list = PinStore.StoredList(index: PinIndex(entries: entries), timestamp: timestamp,
-                                       updatedAt: persisted.updatedAt, identity: Self.identity(of: persisted),
-                                       domainsConfig: verified.domainsConfig, version: verified.version,
-                                       certificateTransparency: verified.certificateTransparency)
-        // The file's date is not signed (and another process may run with a longer interval):
-        // never later than this store's own periodic interval.
-        var nextUpdate = fromFile
-            ? RefreshSchedule.dueDate(ofListFromFile: persisted, signedTimestamp: timestamp, now: now,
-                                      periodicInterval: configuration.periodicUpdateInterval)
-            : min(Date(timeIntervalSince1970: persisted.nextUpdate), now.addingTimeInterval(configuration.periodicUpdateInterval))
-        if let listExpires = verified.expires {
-            nextUpdate = min(nextUpdate, Date(timeIntervalSince1970: TimeInterval(listExpires)))
-        }
-        // The list and its schedule change together: a decision never sees the new list with
-        // the old list's due date.
-        changingSchedule { state in
-            state.schedule.listApplied(nextUpdate: nextUpdate)
-            inForce.withLock { $0.replaceList(list, expires: verified.expires) }
-        }
-        hooks.withLock { $0 }.listChanged(now)
-    }
-
-    /// What tells two saved lists apart: the signed material and the schedule.
-    static func identity(of persisted: PersistedList) -> Data {
-        var material = Data()
-        for part in [persisted.body, Data((persisted.challenge ?? "").utf8), Data((persisted.signature ?? "").utf8),
-                     Data("\(persisted.mode.rawValue)|\(persisted.nextUpdate)".utf8)] {
-            withUnsafeBytes(of: UInt64(part.count).bigEndian) { material.append(contentsOf: $0) }
-            material.append(part)
-        }
-        return SHA256Digest.hash(material)
-    }
-
+    /// The list an earlier run (or another process) saved, at start-up: in force again once the
+    /// trusted state has verified it with the keys in force.
     private func loadPersistedList() {
         do {
             guard let persisted = try file.load(logger: logger) else { return }
-            let verified = try verify(persisted)
             let now = clock.now()
-            let valid = verified.entries.filter { $0.isValid(at: now) }
-            install(valid, from: persisted, verified: verified, now: now, fromFile: true)
+            try changingTrust(at: now) { trusted, nextUpdate throws(PinStoreError) in
+                let verified = try trusted.restoreList(persisted, at: now)
+                // The file's date is not signed (and another process may run with a longer
+                // interval): never later than this store's own periodic interval.
+                var next = RefreshSchedule.dueDate(ofListFromFile: persisted, signedTimestamp: verified.timestamp, now: now,
+                                                   periodicInterval: configuration.periodicUpdateInterval)
+                if let listExpires = verified.expires { next = min(next, Date(timeIntervalSince1970: TimeInterval(listExpires))) }
+                nextUpdate = next
+            }
         } catch {
             logger.warning("ignoring the stored fingerprint list", metadata: ["reason": "\(error)", "file": "\(file.url.path)"])
         }
     }
 
     /// Several processes may share one storage directory (the workers of one server). When
-    /// this store's update is due and the file holds a different list that verifies, is not
-    /// older (signed timestamps) and is not due itself, another process has just updated it:
-    /// take that list instead of downloading. Returns whether it did.
+    /// this store's update is due, it first takes the key documents another process accepted
+    /// (the trusted state verifies the list in force again with them, and drops it if they did
+    /// not sign it). Then, when the file holds a different list that verifies, is not older
+    /// (signed timestamps) and is not due itself, another process has just updated it: take
+    /// that list instead of downloading. Returns whether it did.
     private func adoptNewerStoredList() -> Bool {
+        loadKeyDocuments()
         let now = clock.now()
         guard let persisted = try? file.load(), persisted.nextUpdate > now.timeIntervalSince1970 else { return false }
-        let current = inForce.withLock { $0.stored }
-        if let current {
-            if current.identity == Self.identity(of: persisted) { return false }
-            // Newer means downloaded later: a static list has no signed timestamp, so an older
-            // file (a save of ours that failed, a list another process had before) must not
-            // bring back a pin that has since been removed.
-            guard let theirs = persisted.updatedAt, let ours = current.updatedAt, theirs > ours else { return false }
-        }
-        // The process that saved the list may have followed newer key documents first (verified
-        // again here from the configured keys, as at start-up).
-        if configuration.keyDocumentURL != nil { loadKeyDocuments() }
         do {
-            let verified = try verify(persisted)
-            guard try ListAcceptance.check(verified, against: current, at: now) else { return false }
-            let valid = verified.entries.filter { $0.isValid(at: now) }
-            guard !valid.isEmpty else { return false }
-            // Not `fromFile`: another process of this user (the loader refuses anyone else's
-            // file) has just downloaded it, so its schedule stands, within this store's interval.
-            install(valid, from: persisted, verified: verified, now: now)
-            logger.info("adopted the newer fingerprint list another process saved", metadata: ["entries": "\(valid.count)", "identifier": "\(configuration.identifier)"])
-            return true
+            return try changingTrust(at: now) { trusted, nextUpdate throws(PinStoreError) -> Bool in
+                if let current = trusted.inForce?.list {
+                    if current.identity == TrustedListState.identity(of: persisted) { return false }
+                    // Newer means downloaded later: a static list has no signed timestamp, so an
+                    // older file (a save of ours that failed, a list another process had before)
+                    // must not bring back a pin that has since been removed.
+                    guard let theirs = persisted.updatedAt, let ours = current.updatedAt, theirs > ours else { return false }
+                }
+                guard case .installed(let valid) = try trusted.acceptList(persisted, at: now) else { return false }
+                // Another process of this user (the loader refuses anyone else's file) has just
+                // downloaded it, so its schedule stands, within this store's interval.
+                var next = min(Date(timeIntervalSince1970: persisted.nextUpdate), now.addingTimeInterval(configuration.periodicUpdateInterval))
+                if let listExpires = trusted.inForce?.list.expires { next = min(next, Date(timeIntervalSince1970: TimeInterval(listExpires))) }
+                nextUpdate = next
+                logger.info("adopted the newer fingerprint list another process saved", metadata: ["entries": "\(valid.count)", "identifier": "\(configuration.identifier)"])
+                return true
+            }
         } catch {
             logger.debug("not adopting the stored fingerprint list", metadata: ["reason": "\(error)"])
             return false
