@@ -55,7 +55,7 @@ import Testing
                 publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
                 periodicUpdateInterval: periodicUpdateInterval,
                 storageDirectory: directory,
-                requestTimeout: 5))
+                requestTimeout: 15))
         }
 
         func stop() async {
@@ -71,7 +71,7 @@ import Testing
         switch adapter {
         case .urlSession:
             let base = URLSessionConfiguration.ephemeral
-            base.timeoutIntervalForRequest = 10
+            base.timeoutIntervalForRequest = 30  // a handshake plus a list update (15 s budget) on a loaded machine
             let session = URLSession(configuration: .pinned(by: store, trustRoots: try Pins.anchors,
                                                             updateOnMismatch: updateOnMismatch, basedOn: base))
             do {
