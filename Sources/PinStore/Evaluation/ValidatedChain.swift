@@ -62,6 +62,9 @@ struct ValidatedChain: Sendable {
     /// `fingerprint`: from the cache, else read (nil when `der` is not a certificate).
     static func publicKeyDigest(of der: Data, fingerprint: Digest32) -> Digest32? {
         if let key = keyCache.withLock({ $0[fingerprint] }) { return key }
+        // Every DER certificate is a SEQUENCE: other bytes (a caller's fingerprint input, say)
+        // are refused without OpenSSL's error path, which costs more than hashing them.
+        guard der.first == 0x30 else { return nil }
         guard let handle = try? X509Handle(der: der),
               case let spki = handle.subjectPublicKeyInfo, !spki.isEmpty,
               let key = Digest32(SHA256Digest.hash(spki)) else { return nil }
