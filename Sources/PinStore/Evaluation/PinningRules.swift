@@ -51,7 +51,7 @@ struct PinningRules: Sendable {
     }
 
     /// The decision for one connection (not reported). `relaxing` false answers the rules alone
-    /// (``PinStore/validate(commonName:certificateChain:)`` asks whether a chain is pinned).
+    /// (every ``PinStore/validate(commonName:certificateChain:)`` form asks whether it is pinned).
     func decide(_ connection: PinningContext, relaxing: Bool = true) -> PinningDecision {
         // A report-only failure of an earlier rule: reported if the later rules allow.
         var reported: PinningFailure?

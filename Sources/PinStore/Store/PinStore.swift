@@ -279,6 +279,8 @@ public final class PinStore: Sendable {
     /// any store with ``Configuration/deniedPublicKeys`` (the keys cannot be seen), and a host
     /// under Certificate Transparency enforcement (SCTs need the certificate and its issuer).
     /// Use ``validate(commonName:certificateChain:)`` to check what the adapters check.
+    ///
+    /// Changed in issue 30: a host under CT enforcement used to answer `.trusted` here.
     public func validate(commonName: String, fingerprint: Data) -> ValidationResult {
         validate(commonName: commonName, evidence: .leafOnly(.init(fingerprint: Digest32(fingerprint))))
     }
@@ -292,6 +294,8 @@ public final class PinStore: Sendable {
     /// when the host's decision needs more: a host whose only pins are certificate pins, CA
     /// pins or pins at depth 1 or more, any store with ``Configuration/deniedPublicKeys`` (no
     /// key above the leaf can be seen), and a host under Certificate Transparency enforcement.
+    ///
+    /// Changed in issue 30: a host under CT enforcement used to answer `.trusted` here.
     public func validate(commonName: String, publicKeySHA256: Data) -> ValidationResult {
         validate(commonName: commonName, evidence: .leafOnly(.init(key: Digest32(publicKeySHA256))))
     }
@@ -305,6 +309,9 @@ public final class PinStore: Sendable {
     /// above the leaf cannot be seen), and a host under Certificate Transparency enforcement
     /// (SCTs are verified with the issuer's key). Bytes that are not a certificate match
     /// certificate pins by their SHA-256 only.
+    ///
+    /// Changed in issue 30: a host under CT enforcement used to answer `.trusted` here, and
+    /// the list's leaf key pins now match (they did only when static policies were set).
     public func validate(commonName: String, certificateData: Data) -> ValidationResult {
         let fingerprint = Digest32(SHA256Digest.hash(certificateData))
         let key = fingerprint.flatMap { ValidatedChain.publicKeyDigest(of: certificateData, fingerprint: $0) }
@@ -322,10 +329,10 @@ public final class PinStore: Sendable {
     /// an issuer pin matches only a certificate that really issued the leaf. A chain with a
     /// certificate that does not parse is `.untrusted`.
     ///
-    /// Since issue 30, a host under Certificate Transparency enforcement (the signed list's CT
-    /// section, ``Configuration/certificateTransparency``, an ATS exception) needs a leaf with
-    /// compliant SCTs here too: this used to answer `.trusted` without them when no static
-    /// policy or deny pin was configured.
+    /// Changed in issue 30: a host under Certificate Transparency enforcement (the signed
+    /// list's CT section, ``Configuration/certificateTransparency``, an ATS exception) needs a
+    /// leaf with compliant SCTs here too; this used to answer `.trusted` without them when no
+    /// static policy or deny pin was configured.
     public func validate(commonName: String, certificateChain: [Data]) -> ValidationResult {
         guard let chain = ValidatedChain(uncheckedCertificates: certificateChain) else { return .untrusted }
         return validate(commonName: commonName, evidence: .validated(chain))
