@@ -137,7 +137,8 @@ import Testing
             publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
             storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-ct-leaf-\(UUID().uuidString)")))
         let section = try Self.logList(hosts: [.init(name: "api.partner.example", mode: "enforce")])
-        let hosts = store.representativeHosts(of: ["*.partner.example"], list: nil, domainsConfig: nil, certificateTransparency: section)
+        let tables = PinningTables(list: nil, fallback: store.fallbackIndex, domainsConfig: nil, certificateTransparency: section)
+        let hosts = store.rules.representativeHosts(of: ["*.partner.example"], tables: tables)
         #expect(hosts.map(\.0.text).contains("api.partner.example"))
     }
 

@@ -32,8 +32,9 @@ import Testing
         #expect(try PinPolicyTests.decide(store, "attacker-chain").failure?.reason == .pinMismatch)
         let spki = try TestResources.certificate("pki/localhost.pem").subjectPublicKeyInfo
         #expect(store.validate(commonName: "localhost", publicKeySHA256: SHA256Digest.hash(spki)) == .trusted)
-        // A lone certificate fingerprint cannot prove a key pin.
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .untrusted)
+        // A certificate shows its key, as the leaf view's does; a lone fingerprint cannot prove a key pin.
+        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+        #expect(store.validate(commonName: "localhost", fingerprint: SHA256Digest.hash(try StoreFixtures.der("localhost"))) == .untrusted)
     }
 
     @Test func aWholeListSignedCAKeyPinRefusesALeafUnderAnotherCA() async throws {

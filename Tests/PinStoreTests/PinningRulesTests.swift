@@ -11,8 +11,9 @@ import Testing
 
     static func leafOnly(_ name: String) throws -> ChainEvidence {
         let certificate = try TestResources.certificate("pki/\(name).pem")
-        return .leafOnly(.init(der: certificate.derRepresentation, fingerprint: try #require(Digest32(certificate.fingerprint)),
-                               key: try #require(Digest32(SHA256Digest.hash(certificate.subjectPublicKeyInfo)))))
+        let fingerprint: Digest32 = try #require(Digest32(certificate.fingerprint))
+        let key: Digest32 = try #require(Digest32(SHA256Digest.hash(certificate.subjectPublicKeyInfo)))
+        return .leafOnly(.init(der: certificate.derRepresentation, fingerprint: fingerprint, key: key))
     }
 
     static func entry(_ certificate: String, name: String = "localhost", depth: Int = 0, expires: Int64 = 4_102_444_799) throws -> FingerprintEntry {

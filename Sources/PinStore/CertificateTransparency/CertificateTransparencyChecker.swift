@@ -105,6 +105,13 @@ final class CertificateTransparencyChecker: Sendable {
         list != nil || defaultMode != .off || transportSecurity.requiresCertificateTransparencyAnywhere
     }
 
+    /// The exact names whose CT mode may differ from their neighbours': the hosts `list` names,
+    /// and the ATS exceptions' domains.
+    func singledOutHosts(_ list: CTLogList?, into names: inout Set<String>) {
+        for (pattern, _) in list?.hosts ?? [] { names.insert(pattern.base) }
+        names.formUnion(transportSecurity.domains)
+    }
+
     /// The CT part of the pin rules for one connection.
     func check(_ connection: PinningContext) -> PinningRuleResult {
         // Stores without CT anywhere pay one compare per decision, not a host lookup.

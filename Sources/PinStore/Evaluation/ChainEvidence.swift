@@ -5,7 +5,8 @@ import Foundation
 /// more).
 ///
 /// Every question is answered in three values: `true` (proved), `false` (disproved) or nil
-/// (the evidence cannot tell: a pin above the leaf asked of a leaf alone). A rule treats nil as
+/// (the evidence cannot tell: a pin above the leaf asked of a leaf alone, or a digest the
+/// caller did not give). A rule treats nil as
 /// "not proved", so a leaf-only decision can only be stricter than the chain-aware one.
 enum ChainEvidence: Sendable {
     /// The chain the normal trust evaluation validated, leaf first.
@@ -13,11 +14,14 @@ enum ChainEvidence: Sendable {
     /// Only the leaf, which the platform's default verification accepted.
     case leafOnly(LeafCertificate)
 
-    /// The leaf a leaf-only adapter saw: its DER and the two digests pins compare.
+    /// The leaf a leaf-only adapter saw: its DER and the two digests pins compare. The
+    /// single-certificate ``PinStore/validate(commonName:fingerprint:)`` forms know less of it
+    /// (a lone fingerprint, a lone key): what they do not know is nil, and every question that
+    /// needs it is answered "cannot tell".
     struct LeafCertificate: Sendable {
-        let der: Data
-        let fingerprint: Digest32
-        let key: Digest32
+        var der: Data? = nil
+        var fingerprint: Digest32? = nil
+        var key: Digest32? = nil
     }
 
     /// The certificates a decision reports as validated (leaf first; the leaf alone for a
@@ -25,7 +29,7 @@ enum ChainEvidence: Sendable {
     var certificates: [Data] {
         switch self {
         case .validated(let chain): chain.certificates
-        case .leafOnly(let leaf): [leaf.der]
+        case .leafOnly(let leaf): leaf.der.map { [$0] } ?? []
         }
     }
 
@@ -43,12 +47,13 @@ enum ChainEvidence: Sendable {
             case .key(let depth): return depth < chain.count && chain.keys[depth].constantTimeEquals(digest)
             }
         case .leafOnly(let leaf):
+            // A digest the caller did not give (nil) proves nothing and disproves nothing.
             switch kind {
-            case .certificate(.some(0)): return leaf.fingerprint.constantTimeEquals(digest)
-            case .leafKey, .key(0): return leaf.key.constantTimeEquals(digest)
+            case .certificate(.some(0)): return leaf.fingerprint?.constantTimeEquals(digest)
+            case .leafKey, .key(0): return leaf.key?.constantTimeEquals(digest)
             // A match on the leaf proves the pin; no match leaves an issuer that may match.
-            case .certificate(nil): return leaf.fingerprint.constantTimeEquals(digest) ? true : nil
-            case .anyKey: return leaf.key.constantTimeEquals(digest) ? true : nil
+            case .certificate(nil): return leaf.fingerprint?.constantTimeEquals(digest) == true ? true : nil
+            case .anyKey: return leaf.key?.constantTimeEquals(digest) == true ? true : nil
             case .certificate, .caKey, .key: return nil
             }
         }
@@ -79,7 +84,8 @@ enum ChainEvidence: Sendable {
             }
             return nil
         case .leafOnly(let leaf):
-            return denied.contains(where: { $0.constantTimeEquals(leaf.key) }) ? .some(0) : .some(nil)
+            guard let key = leaf.key else { return .some(nil) }
+            return denied.contains(where: { $0.constantTimeEquals(key) }) ? .some(0) : .some(nil)
         }
     }
 }

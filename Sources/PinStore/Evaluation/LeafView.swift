@@ -18,9 +18,12 @@ import Foundation
 //   proves (``ChainEvidence/leafOnly(_:)``: a pin above the leaf is never proved), and the
 //   connection goes on only if every one of them is allowed (or reported). An exact name is
 //   its own host; a wildcard name covers every host one label under its parent, which fall in
-//   two groups: the names some table knows (list and fallback entries, policies, the
-//   domainsConfig, expected names), each decided on its own, and every other one, which no
-//   rule can tell apart (only patterns apply to them), decided through one made-up label.
+//   two groups: the names some rule singles out (each rule says which, through
+//   ``PinningRule/singledOutHosts(_:into:)``: list and fallback entries, policies, the
+//   domainsConfig, expected names, CT hosts), each decided on its own, and every other one,
+//   which no rule can tell apart (only patterns apply to them), decided through one made-up
+//   label. The rules are asked, never a table kept beside them, so a new rule that treats
+//   some hosts apart is honoured here without an edit.
 //
 // Hence: if the leaf view allows a leaf, the chain-aware decision allows that chain for every
 // host the leaf could be presented for. What it costs: a leaf valid for several names must be
@@ -120,6 +123,18 @@ extension PinStore {
     }
 
     func leafDecision(_ view: LeafView) -> PinningDecision {
+        let snapshot = pinSnapshot()
+        let tables = PinningTables(list: snapshot.list, fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig,
+                                   certificateTransparency: snapshot.certificateTransparency)
+        return rules.leafDecision(view, tables: tables, now: snapshot.now)
+    }
+}
+
+extension PinningRules {
+    /// The leaf view's decision over one snapshot of the pins in force (see the top of this
+    /// file): every representative host decided by these rules; refused if one is refused,
+    /// reported if one is reported.
+    func leafDecision(_ view: LeafView, tables: PinningTables, now: Int64) -> PinningDecision {
         if let address = view.addressForAnyHost {
             return .deny(PinningFailure(host: address, reason: .chainNotTrusted(ChainValidationError(.hostnameMismatch, depth: 0, detail:
                 "The leaf names the IP address \(address), the server's own address, which swift-nio-ssl accepts for any requested host; "
@@ -131,14 +146,12 @@ extension PinStore {
             return .deny(PinningFailure(host: "?", reason: .chainNotTrusted(
                 ChainValidationError(.hostnameMismatch, depth: 0, detail: "The leaf has no DNS name, IP address or common name this adapter can check."))))
         }
-        let snapshot = pinSnapshot()
         var reported: PinningDecision?
-        for (host, shownAs) in representativeHosts(of: view.names, list: snapshot.list, domainsConfig: snapshot.domainsConfig,
-                                                   certificateTransparency: snapshot.certificateTransparency) {
-            let connection = PinningContext(host: host, requestedName: shownAs, evidence: view.evidence, list: snapshot.list,
-                                            fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig, now: snapshot.now,
-                                            certificateTransparency: snapshot.certificateTransparency)
-            let decision = rules.decide(connection)
+        for (host, shownAs) in representativeHosts(of: view.names, tables: tables) {
+            let connection = PinningContext(host: host, requestedName: shownAs, evidence: view.evidence, list: tables.list,
+                                            fallback: tables.fallback, domainsConfig: tables.domainsConfig, now: now,
+                                            certificateTransparency: tables.certificateTransparency)
+            let decision = decide(connection)
             switch decision {
             case .deny: return decision
             case .reportOnly: reported = reported ?? decision
@@ -151,35 +164,34 @@ extension PinStore {
     /// The hosts whose decisions stand for every host the leaf's `names` can be presented for
     /// (see the top of this file), each with the name failures show: the host itself, or for
     /// the one made-up host under a wildcard, the wildcard name (`*.example.com`).
-    func representativeHosts(of names: [String], list: PinIndex?, domainsConfig: DomainsConfig?,
-                             certificateTransparency: CTLogList? = nil) -> [(HostName, String)] {
+    func representativeHosts(of names: [String], tables: PinningTables) -> [(HostName, String)] {
         var hosts: [(HostName, String)] = []
         var seen: Set<String> = []
         func add(_ text: String, shownAs: String? = nil) {
             if seen.insert(text).inserted { hosts.append((HostName(normalized: text), shownAs ?? text)) }
         }
-        // Every name a table knows, by parent, built once the first time a wildcard asks: one
-        // pass over the tables per decision, however many wildcard names the leaf has.
+        // Every name a rule singles out, by parent, gathered the first time a wildcard asks:
+        // one pass over the rules per decision, however many wildcard names the leaf has.
         var knownByParent: [String: [Substring]]?
         var known: Set<String> = []
         for name in names {
-            let (label, parent) = Self.split(name)
+            let (label, parent) = PinStore.split(name)
             guard label.contains("*"), let parent else {
                 add(name)
                 continue
             }
             if knownByParent == nil {
-                known = knownExactNames(list: list, domainsConfig: domainsConfig, certificateTransparency: certificateTransparency)
+                known = singledOutHosts(tables)
                 var byParent: [String: [Substring]] = [:]
                 for candidate in known {
-                    let split = Self.split(candidate)
+                    let split = PinStore.split(candidate)
                     if let candidateParent = split.parent { byParent[candidateParent, default: []].append(split.firstLabel) }
                 }
                 knownByParent = byParent
             }
-            let covered = (knownByParent?[parent] ?? []).filter { Self.wildcardLabel(label, matches: $0) }.map { "\($0).\(parent)" }
+            let covered = (knownByParent?[parent] ?? []).filter { PinStore.wildcardLabel(label, matches: $0) }.map { "\($0).\(parent)" }
             for candidate in covered.sorted() { add(candidate) }
-            // One host no table names: the rules can only match it through patterns.
+            // One host no rule singles out: the rules can only match it through patterns.
             let star = label.firstIndex(of: "*") ?? label.startIndex
             let prefix = label[..<star], suffix = label[label.index(after: star)...]
             var serial = 0
@@ -192,26 +204,9 @@ extension PinStore {
         }
         return hosts
     }
+}
 
-    /// Every exact host name a rule may treat apart from its neighbours: list and fallback
-    /// entries, static policies' domains, the domainsConfig's domains, the expected names, and
-    /// the names Certificate Transparency may single out (the signed list's CT hosts, ATS
-    /// exceptions' domains): a host under CT behind a wildcard leaf must be decided as itself.
-    private func knownExactNames(list: PinIndex?, domainsConfig: DomainsConfig?, certificateTransparency: CTLogList?) -> Set<String> {
-        var names: Set<String> = []
-        for index in [list, fallbackIndex].compactMap({ $0 }) {
-            for (name, _) in index.exact.names { names.insert(name) }
-        }
-        // Every policy's domain: a host there may select another policy than its neighbours
-        // (the most specific one decides). For `*.base` the base itself is one host too many.
-        for policy in staticPins.policies { names.insert(policy.pattern.base) }
-        if let domainsConfig { names.formUnion(domainsConfig.domains.keys) }
-        if let expectedNames { names.formUnion(expectedNames) }
-        for (pattern, _) in certificateTransparency?.hosts ?? [] { names.insert(pattern.base) }
-        names.formUnion(transportSecurity.domains)
-        return names
-    }
-
+extension PinStore {
     /// "a.b.c" -> ("a", "b.c"); "localhost" -> ("localhost", nil).
     static func split(_ name: String) -> (firstLabel: Substring, parent: String?) {
         guard let dot = name.firstIndex(of: ".") else { return (name[...], nil) }

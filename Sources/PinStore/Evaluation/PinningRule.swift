@@ -5,6 +5,13 @@ import Foundation
 /// Their order is written once, in ``PinningRules``.
 protocol PinningRule: Sendable {
     func check(_ connection: PinningContext) -> PinningRuleResult
+
+    /// Adds to `names` every exact host name this rule may treat apart from its neighbours
+    /// under `tables` (a host or domain it has an entry for); a rule that treats every host
+    /// alike adds none. The leaf view (LeafView.swift) decides each such name behind a
+    /// wildcard leaf on its own, so a host a rule singles out is never judged through a
+    /// made-up neighbour. No default on purpose: a new rule must answer.
+    func singledOutHosts(_ tables: PinningTables, into names: inout Set<String>)
 }
 
 /// What a ``PinningRule`` says about a connection.
@@ -30,6 +37,22 @@ enum PinningRuleResult: Sendable, Equatable {
 protocol PinFailureRelaxation: Sendable {
     /// The decision instead of a refusal, or nil to leave the failure alone.
     func relax(_ failure: PinningFailure, enforcing: Bool, _ connection: PinningContext) -> PinningDecision?
+
+    /// As ``PinningRule/singledOutHosts(_:into:)``: the hosts this relaxation treats apart.
+    func singledOutHosts(_ tables: PinningTables, into names: inout Set<String>)
+}
+
+/// The tables in force for one decision that rules single hosts out of (the same snapshot as
+/// the decision's ``PinningContext``).
+struct PinningTables: Sendable {
+    /// The signed list in force, if any.
+    let list: PinIndex?
+    /// The configuration's fallback pins.
+    let fallback: PinIndex
+    /// The signed challenge-mode list's per-domain switch, if any.
+    let domainsConfig: DomainsConfig?
+    /// The signed list's Certificate Transparency section, if any.
+    let certificateTransparency: CTLogList?
 }
 
 /// Everything a rule may look at for one decision: the host, what is known of the chain, and

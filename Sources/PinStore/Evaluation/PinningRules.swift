@@ -23,20 +23,35 @@ struct PinningRules: Sendable {
 
     init(enforcement: PinStore.Configuration.Enforcement, expectedNames: Set<String>?, staticPins: StaticPins,
          certificateTransparency: CertificateTransparencyChecker = CertificateTransparencyChecker(defaultMode: .off)) {
-        rules = [
+        self.init(rules: [
             ExpectedHostRule(expected: expectedNames),
             CertificateTransparencyRule(checker: certificateTransparency),
             DeniedKeyRule(denied: staticPins.denied),
             PinSetRule(staticPins: staticPins, listEnforced: enforcement == .enforced),
-        ]
-        relaxations = [
+        ], relaxations: [
             DomainsConfigRelaxation(),
             ReportOnlyRelaxation(storeWide: enforcement == .reportOnly),
-        ]
+        ])
+    }
+
+    /// The lists as given. The store uses the initializer above; this one lets a test run
+    /// the decision with a rule of its own.
+    init(rules: [any PinningRule], relaxations: [any PinFailureRelaxation]) {
+        self.rules = rules
+        self.relaxations = relaxations
+    }
+
+    /// Every exact host name a rule or a relaxation singles out under `tables` (see
+    /// ``PinningRule/singledOutHosts(_:into:)``): what the leaf view decides one by one.
+    func singledOutHosts(_ tables: PinningTables) -> Set<String> {
+        var names: Set<String> = []
+        for rule in rules { rule.singledOutHosts(tables, into: &names) }
+        for relaxation in relaxations { relaxation.singledOutHosts(tables, into: &names) }
+        return names
     }
 
     /// The decision for one connection (not reported). `relaxing` false answers the rules alone
-    /// (``PinStore/validate(commonName:certificateChain:)`` asks whether a chain is pinned).
+    /// (every ``PinStore/validate(commonName:certificateChain:)`` form asks whether it is pinned).
     func decide(_ connection: PinningContext, relaxing: Bool = true) -> PinningDecision {
         // A report-only failure of an earlier rule: reported if the later rules allow.
         var reported: PinningFailure?

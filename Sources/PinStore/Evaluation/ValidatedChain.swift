@@ -48,25 +48,31 @@ struct ValidatedChain: Sendable {
         fingerprints.reserveCapacity(der.count)
         keys.reserveCapacity(der.count)
         for certificate in der {
-            guard let fingerprint = Digest32(SHA256Digest.hash(certificate)) else { return nil }
-            if let key = Self.keyCache.withLock({ $0[fingerprint] }) {
-                fingerprints.append(fingerprint)
-                keys.append(key)
-                continue
-            }
-            guard let handle = try? X509Handle(der: certificate),
-                  case let spki = handle.subjectPublicKeyInfo, !spki.isEmpty,
-                  let key = Digest32(SHA256Digest.hash(spki)) else { return nil }
-            Self.keyCache.withLock { cache in
-                if cache.count >= Self.keyCacheLimit { cache.removeAll(keepingCapacity: true) }
-                cache[fingerprint] = key
-            }
+            guard let fingerprint = Digest32(SHA256Digest.hash(certificate)),
+                  let key = Self.publicKeyDigest(of: certificate, fingerprint: fingerprint) else { return nil }
             fingerprints.append(fingerprint)
             keys.append(key)
         }
         self.certificates = der
         self.fingerprints = fingerprints
         self.keys = keys
+    }
+
+    /// SHA-256 of the SubjectPublicKeyInfo of the certificate `der`, whose SHA-256 is
+    /// `fingerprint`: from the cache, else read (nil when `der` is not a certificate).
+    static func publicKeyDigest(of der: Data, fingerprint: Digest32) -> Digest32? {
+        if let key = keyCache.withLock({ $0[fingerprint] }) { return key }
+        // Every DER certificate is a SEQUENCE: other bytes (a caller's fingerprint input, say)
+        // are refused without OpenSSL's error path, which costs more than hashing them.
+        guard der.first == 0x30 else { return nil }
+        guard let handle = try? X509Handle(der: der),
+              case let spki = handle.subjectPublicKeyInfo, !spki.isEmpty,
+              let key = Digest32(SHA256Digest.hash(spki)) else { return nil }
+        keyCache.withLock { cache in
+            if cache.count >= keyCacheLimit { cache.removeAll(keepingCapacity: true) }
+            cache[fingerprint] = key
+        }
+        return key
     }
 
     /// OkHttp-style lines: `sha256/<SPKI>: <subject> (certificate <fingerprint>)`, leaf first.

@@ -133,10 +133,6 @@ struct CompiledPolicy: Sendable {
         if leafMet == false || aboveMet == false { return false }
         return leafMet == true && aboveMet == true ? true : nil
     }
-
-    var needsChainForEveryMatch: Bool {
-        policy.requiresMatchInEachCategory && identities.contains { !$0.isLeafPin }
-    }
 }
 
 /// The pins a store holds besides the signed list: static policies and deny pins, compiled.

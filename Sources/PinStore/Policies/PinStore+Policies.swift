@@ -1,17 +1,6 @@
 import Foundation
 
 extension PinStore {
-    /// ``validate(commonName:certificateChain:)`` when static policies or deny pins exist: the
-    /// rules of ``PinningRules`` without their relaxations (is the chain pinned?).
-    func validateWithPolicies(commonName: String, certificateChain: [Data]) -> ValidationResult {
-        guard let host = try? HostName(commonName), let chain = ValidatedChain(uncheckedCertificates: certificateChain) else { return .untrusted }
-        switch pinDecision(host: host, requestedName: commonName, evidence: .validated(chain), relaxing: false) {
-        case .allow: return .trusted
-        case .deny(let failure) where failure.reason.isNoPinsForHost: return .empty
-        case .deny, .reportOnly: return .untrusted
-        }
-    }
-
     /// The failure text of a refusal, modelled on OkHttp's: the validated chain and the pins
     /// that applied to `host`.
     func mismatchReport(host: String, chain: ValidatedChain) -> String {
@@ -55,26 +44,5 @@ extension PinStore {
                 "pinstore.policy.expiration": "\(policy.expiration.map { "\($0)" } ?? "-")",
             ])
         }
-    }
-}
-
-extension PinStore {
-    /// The fingerprint form with policies: deny pins make it `.untrusted` (no key to check);
-    /// otherwise the list and the policies' certificate pins at depth 0.
-    func validateWithPolicies(commonName: String, fingerprint: Data) -> ValidationResult {
-        guard staticPins.denied.isEmpty, let host = HostName.lookupKey(commonName) else { return .untrusted }
-        if let expectedNames, !expectedNames.contains(host) { return .untrusted }
-        let list = validateListFingerprint(commonName: host, fingerprint: fingerprint)
-        if list == .trusted { return .trusted }
-        let now = Int64(clock.now().timeIntervalSince1970.rounded(.down))
-        let digest = Digest32(fingerprint)
-        let policy = staticPins.selection(for: host, now: now)?.policy
-        // A policy that also requires a CA match cannot be proved by a lone fingerprint.
-        if let policy, let digest, !policy.needsChainForEveryMatch {
-            for identity in policy.identities where identity.identity.kind == .certificate(depth: 0) || identity.identity.kind == .certificate(depth: nil) {
-                if identity.digest.constantTimeEquals(digest) { return .trusted }
-            }
-        }
-        return list == .untrusted || policy != nil ? .untrusted : .empty
     }
 }

@@ -39,13 +39,6 @@ final class PinIndex: Sendable {
         }
     }
 
-    /// Whether a key pin matches `keys` (SPKI SHA-256 of the validated chain, leaf first).
-    static func keyPin(_ pin: Pin, matches keys: [Digest32]) -> Bool {
-        if pin.depth == caKeyDepth { return keys.dropFirst().contains { $0.constantTimeEquals(pin.fingerprint) } }
-        let depth = pin.depth - keyDepthBase
-        return depth >= 0 && depth < keys.count && keys[depth].constantTimeEquals(pin.fingerprint)
-    }
-
     /// Pins by lowercased exact name.
     let exact: PinNameTable
     /// Pins of `*.suffix` names, by lowercased suffix.

@@ -266,29 +266,26 @@ public final class PinStore: Sendable {
     }
 
     // MARK: - Validation
+    //
+    // Every form is one decision: the pin rules the adapters run after the trust evaluation
+    // (``PinningRules``: expected hosts, Certificate Transparency, deny pins, the pins), over
+    // what the form can show (``ChainEvidence``), without the relaxations (report-only,
+    // domainsConfig): "is this pinned?". A pin the form cannot show is "cannot tell", which is
+    // never `.trusted`, so no form answers `.trusted` where the adapters refuse.
 
     /// Whether the certificate with SHA-256 `fingerprint` is pinned for host `commonName`.
     ///
-    /// Only leaf pins (`depth` 0) can match a lone fingerprint; use
-    /// ``validate(commonName:certificateChain:)`` for lists that pin issuers.
+    /// A lone fingerprint shows neither a key nor the certificates above the leaf. It proves
+    /// certificate pins at depth 0 (a list entry at depth 0, a policy's certificate pin) and
+    /// nothing else, so this answers `.untrusted` (never `.trusted`) when the host's decision
+    /// needs more: a host whose only pins are key pins, CA pins or pins at depth 1 or more,
+    /// any store with ``Configuration/deniedPublicKeys`` (the keys cannot be seen), and a host
+    /// under Certificate Transparency enforcement (SCTs need the certificate and its issuer).
+    /// Use ``validate(commonName:certificateChain:)`` to check what the adapters check.
     ///
-    /// A lone fingerprint cannot show a public key: with ``Configuration/deniedPublicKeys`` set
-    /// this answers `.untrusted`, and static policies count only through their certificate pins
-    /// at depth 0 (use the chain form for key pins).
+    /// Changed in issue 30: a host under CT enforcement used to answer `.trusted` here.
     public func validate(commonName: String, fingerprint: Data) -> ValidationResult {
-        if _slowPath(!staticPins.isEmpty) { return validateWithPolicies(commonName: commonName, fingerprint: fingerprint) }
-        return validateListFingerprint(commonName: commonName, fingerprint: fingerprint)
-    }
-
-    /// The fingerprint form against the signed list and the fallback only.
-    @inline(__always)
-    func validateListFingerprint(commonName: String, fingerprint: Data) -> ValidationResult {
-        // A fingerprint that is not 32 bytes can match nothing, but the name may still have pins.
-        let digest = Digest32(fingerprint)
-        return validate(commonName: commonName) { pin in
-            guard let digest else { return false }
-            return pin.depth == 0 && pin.fingerprint.constantTimeEquals(digest)
-        }
+        validate(commonName: commonName, evidence: .leafOnly(.init(fingerprint: Digest32(fingerprint))))
     }
 
     /// Whether the leaf public key whose SubjectPublicKeyInfo has SHA-256 `publicKeySHA256` is
@@ -296,110 +293,62 @@ public final class PinStore: Sendable {
     /// static policy's leaf key pin (``PinIdentity/leafKey(spkiSHA256Base64:)``, a key pin at
     /// depth 0, or ``PinIdentity/anyKey(spkiSHA256Base64:)``).
     ///
-    /// A key alone cannot prove certificate pins or CA pins (a host with only those is
-    /// `.untrusted`), nor that no denied key is above the leaf: with
-    /// ``Configuration/deniedPublicKeys`` set this answers `.untrusted`.
+    /// A key alone proves only leaf key pins, so this answers `.untrusted` (never `.trusted`)
+    /// when the host's decision needs more: a host whose only pins are certificate pins, CA
+    /// pins or pins at depth 1 or more, any store with ``Configuration/deniedPublicKeys`` (no
+    /// key above the leaf can be seen), and a host under Certificate Transparency enforcement.
+    ///
+    /// Changed in issue 30: a host under CT enforcement used to answer `.trusted` here.
     public func validate(commonName: String, publicKeySHA256: Data) -> ValidationResult {
-        guard staticPins.denied.isEmpty else { return .untrusted }
-        let digest = Digest32(publicKeySHA256)
-        let list = validate(commonName: commonName) { pin in
-            guard let digest else { return false }
-            return pin.depth == PinIndex.keyDepthBase && pin.fingerprint.constantTimeEquals(digest)
-        }
-        guard list != .trusted, !staticPins.policies.isEmpty, let host = HostName.lookupKey(commonName) else { return list }
-        if let expectedNames, !expectedNames.contains(host) { return .untrusted }
-        let policy = staticPins.selection(for: host, now: Int64(clock.now().timeIntervalSince1970.rounded(.down)))?.policy
-        if let digest, let policy, !policy.needsChainForEveryMatch {
-            for identity in policy.identities where identity.digest.constantTimeEquals(digest) {
-                switch identity.identity.kind {
-                case .leafKey, .key(0), .anyKey: return .trusted
-                default: continue
-                }
-            }
-        }
-        return list == .untrusted || policy != nil ? .untrusted : .empty
+        validate(commonName: commonName, evidence: .leafOnly(.init(key: Digest32(publicKeySHA256))))
     }
 
-    /// Whether the certificate `certificateData` (DER) is pinned for host `commonName`.
+    /// Whether the certificate `certificateData` (DER) is pinned for host `commonName`, as a
+    /// leaf seen alone: its certificate pins and leaf key pins can match it.
     ///
-    /// With static policies or deny pins configured, the certificate is checked as a chain of
-    /// one: leaf key pins can match it, CA pins cannot, and deny pins refuse it (keys above the
-    /// leaf cannot be seen).
+    /// A certificate alone shows nothing above it, so this answers `.untrusted` (never
+    /// `.trusted`) when the host's decision needs more: a host whose only pins are CA pins or
+    /// pins at depth 1 or more, any store with ``Configuration/deniedPublicKeys`` (the keys
+    /// above the leaf cannot be seen), and a host under Certificate Transparency enforcement
+    /// (SCTs are verified with the issuer's key). Bytes that are not a certificate match
+    /// certificate pins by their SHA-256 only.
+    ///
+    /// Changed in issue 30: a host under CT enforcement used to answer `.trusted` here, and
+    /// the list's leaf key pins now match (they did only when static policies were set).
     public func validate(commonName: String, certificateData: Data) -> ValidationResult {
-        if _slowPath(!staticPins.isEmpty) {
-            return staticPins.denied.isEmpty ? validateWithPolicies(commonName: commonName, certificateChain: [certificateData]) : .untrusted
-        }
-        return validate(commonName: commonName, fingerprint: SHA256Digest.hash(certificateData))
+        let fingerprint = Digest32(SHA256Digest.hash(certificateData))
+        let key = fingerprint.flatMap { ValidatedChain.publicKeyDigest(of: certificateData, fingerprint: $0) }
+        return validate(commonName: commonName, evidence: .leafOnly(.init(der: certificateData, fingerprint: fingerprint, key: key)))
     }
 
     /// Whether the chain a server presented (DER, leaf first) is pinned for `commonName`:
-    /// an entry with `depth` d pins the certificate at position d of the chain.
+    /// exactly the pin rules ``PinningEvaluator``, `PinningTLSVerifier` and the pinned
+    /// URLSession run after the trust evaluation (``Configuration/expectedCommonNames``,
+    /// Certificate Transparency, ``Configuration/deniedPublicKeys``, the signed list, the
+    /// fallback and ``Configuration/policies``), without report-only or the domainsConfig
+    /// relaxing a failure. An entry with `depth` d pins the certificate at position d.
     ///
-    /// The chain should be the one the normal trust evaluation validated, so an issuer pin
-    /// matches only a certificate that really issued the leaf.
+    /// This does not evaluate trust: pass the chain the normal trust evaluation validated, so
+    /// an issuer pin matches only a certificate that really issued the leaf. A chain with a
+    /// certificate that does not parse is `.untrusted`.
     ///
-    /// Static policies and deny pins (``Configuration/policies``) are checked here too, with the
-    /// same rule as ``PinningEvaluator``.
+    /// Changed in issue 30: a host under Certificate Transparency enforcement (the signed
+    /// list's CT section, ``Configuration/certificateTransparency``, an ATS exception) needs a
+    /// leaf with compliant SCTs here too; this used to answer `.trusted` without them when no
+    /// static policy or deny pin was configured.
     public func validate(commonName: String, certificateChain: [Data]) -> ValidationResult {
-        if !staticPins.isEmpty { return validateWithPolicies(commonName: commonName, certificateChain: certificateChain) }
-        return validateAgainstList(commonName: commonName, certificateChain: certificateChain)
+        guard let chain = ValidatedChain(uncheckedCertificates: certificateChain) else { return .untrusted }
+        return validate(commonName: commonName, evidence: .validated(chain))
     }
 
-    /// The chain form against the signed list and the fallback only.
-    func validateAgainstList(commonName: String, certificateChain: [Data]) -> ValidationResult {
-        var fingerprints = [Digest32?](repeating: nil, count: certificateChain.count)
-        var keys: [Digest32]?
-        return validate(commonName: commonName) { pin in
-            if pin.isKeyPin {
-                // Key pins from a list (`"pin": "spki"`): the chain's SPKI digests, read once.
-                let chainKeys = keys ?? ValidatedChain(uncheckedCertificates: certificateChain)?.keys ?? []
-                keys = chainKeys
-                return PinIndex.keyPin(pin, matches: chainKeys)
-            }
-            guard pin.depth < certificateChain.count else { return false }
-            let digest: Digest32?
-            if let cached = fingerprints[pin.depth] {
-                digest = cached
-            } else {
-                digest = Digest32(SHA256Digest.hash(certificateChain[pin.depth]))
-                fingerprints[pin.depth] = digest
-            }
-            guard let digest else { return false }
-            return pin.fingerprint.constantTimeEquals(digest)
-        }
-    }
-
-    @inline(__always)
-    private func validate(commonName: String, matches: (PinIndex.Pin) -> Bool) -> ValidationResult {
+    /// The one decision behind every `validate` form: the rules, not relaxed.
+    private func validate(commonName: String, evidence: ChainEvidence) -> ValidationResult {
         // A name with an empty label or a control character is nobody's host: refuse it.
-        guard let host = HostName.lookupKey(commonName) else { return .untrusted }
-        if let expectedNames, !expectedNames.contains(host) {
-            return .untrusted
-        }
-        let (stored, due) = state.withLock { ($0.list.index, $0.updateDue) }
-        let date = clock.now()
-        // A store in use follows its schedule: the caller goes on with the pins it has while
-        // one shared download runs in the background. Costs a compare when nothing is due.
-        if date >= due { startScheduledUpdateIfDue(at: date) }
-        let now = Int64(date.timeIntervalSince1970.rounded(.down))
-        var pinnedName = false
-        // Downloaded pins first, then the fallback's: a chain is trusted when any pin matches.
-        if let stored, !stored.isEmpty,
-           Self.anyValidPin(in: stored, host: host, now: now, pinnedName: &pinnedName, matches: matches) { return .trusted }
-        if !fallbackIndex.isEmpty,
-           Self.anyValidPin(in: fallbackIndex, host: host, now: now, pinnedName: &pinnedName, matches: matches) { return .trusted }
-        return pinnedName ? .untrusted : .empty
-    }
-
-    /// Whether a pin for `host` valid at `now` matches; sets `pinnedName` when any valid pin
-    /// exists for the host. (A static function with non-escaping closures: nothing allocates.)
-    @inline(__always)
-    private static func anyValidPin(in index: PinIndex, host: String, now: Int64, pinnedName: inout Bool,
-                                    matches: (PinIndex.Pin) -> Bool) -> Bool {
-        index.forEachPin(matching: host) { pin in
-            guard now < pin.expires else { return false }
-            pinnedName = true
-            return matches(pin)
+        guard let host = try? HostName(commonName) else { return .untrusted }
+        switch pinDecision(host: host, requestedName: commonName, evidence: evidence, relaxing: false) {
+        case .allow: return .trusted
+        case .deny(let failure) where failure.reason.isNoPinsForHost: return .empty
+        case .deny, .reportOnly: return .untrusted
         }
     }
 

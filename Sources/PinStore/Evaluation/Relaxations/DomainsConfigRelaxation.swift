@@ -6,4 +6,9 @@ struct DomainsConfigRelaxation: PinFailureRelaxation {
               !config.pinningRequired(for: connection.host.text) else { return nil }
         return .allow(validatedChain: connection.evidence.certificates)
     }
+
+    /// The domains the domainsConfig names: each may need pins where its neighbours do not.
+    func singledOutHosts(_ tables: PinningTables, into names: inout Set<String>) {
+        if let domainsConfig = tables.domainsConfig { names.formUnion(domainsConfig.domains.keys) }
+    }
 }

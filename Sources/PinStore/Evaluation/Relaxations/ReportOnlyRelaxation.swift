@@ -10,4 +10,7 @@ struct ReportOnlyRelaxation: PinFailureRelaxation {
         guard storeWide || !enforcing else { return nil }
         return .reportOnly(failure, validatedChain: connection.evidence.certificates)
     }
+
+    /// None: report-only policies are singled out by the pin set (their domains).
+    func singledOutHosts(_ tables: PinningTables, into names: inout Set<String>) {}
 }

@@ -11,4 +11,10 @@ struct CertificateTransparencyRule: PinningRule {
     func check(_ connection: PinningContext) -> PinningRuleResult {
         checker.check(connection)
     }
+
+    /// The hosts the signed list's CT section names and the ATS exceptions' domains: a host
+    /// under CT behind a wildcard leaf must be decided as itself.
+    func singledOutHosts(_ tables: PinningTables, into names: inout Set<String>) {
+        checker.singledOutHosts(tables.certificateTransparency, into: &names)
+    }
 }

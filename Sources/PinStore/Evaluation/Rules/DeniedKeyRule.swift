@@ -16,4 +16,7 @@ struct DeniedKeyRule: PinningRule {
             return .failsRule(.issuerPinsNeedChain, enforcing: true, relaxable: false)
         }
     }
+
+    /// None: deny pins refuse for every host alike.
+    func singledOutHosts(_ tables: PinningTables, into names: inout Set<String>) {}
 }

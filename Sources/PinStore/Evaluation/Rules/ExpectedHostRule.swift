@@ -8,4 +8,9 @@ struct ExpectedHostRule: PinningRule {
         guard let expected, !expected.contains(connection.host.text) else { return .meetsRule }
         return .failsRule(.hostNotExpected, enforcing: true, relaxable: false)
     }
+
+    /// The expected names: each is allowed where its neighbours are refused.
+    func singledOutHosts(_ tables: PinningTables, into names: inout Set<String>) {
+        if let expected { names.formUnion(expected) }
+    }
 }

@@ -57,4 +57,14 @@ struct PinSetRule: PinningRule {
         return .failsRule(unprovable ? .issuerPinsNeedChain : .pinMismatch,
                           enforcing: (listApplies && listEnforced) || policyEnforces, relaxable: true)
     }
+
+    /// The list's and the fallback's exact names, and every policy's domain: a host there may
+    /// select another policy than its neighbours (the most specific one decides). For `*.base`
+    /// the base itself is one host too many, which costs one decision, never skips one.
+    func singledOutHosts(_ tables: PinningTables, into names: inout Set<String>) {
+        for index in [tables.list, tables.fallback].compactMap({ $0 }) {
+            for (name, _) in index.exact.names { names.insert(name) }
+        }
+        for policy in staticPins.policies { names.insert(policy.pattern.base) }
+    }
 }
