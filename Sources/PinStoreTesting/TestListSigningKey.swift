@@ -1,5 +1,6 @@
 import Foundation
 import PinStore
+import PinStoreSigning
 
 /// How a list server answers, and so how a store is configured to read it.
 public enum TestListMode: Sendable, Hashable {
