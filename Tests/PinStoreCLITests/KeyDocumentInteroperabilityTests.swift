@@ -2,7 +2,6 @@ import Foundation
 import PinStoreTestSupport
 import Testing
 @testable import PinStore
-import PinStoreSigning
 
 /// Key documents and multi-signed lists made by an independent signer (the openssl command
 /// line, with the JSON spelled out here from the documented format) verify in the library and

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import PinStore
-import PinStoreSigning
 
 /// `pinstore verify`: checks a list as apps will, entry by entry.
 struct VerifyCommand: AsyncParsableCommand {
