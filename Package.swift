@@ -16,6 +16,9 @@ let package = Package(
         // Pinning for AsyncHTTPClient: a pinned `HTTPClient.Configuration`. Its own product, so
         // apps that do not use AsyncHTTPClient never build it.
         .library(name: "PinStoreAsyncHTTPClient", targets: ["PinStoreAsyncHTTPClient"]),
+        // Making signed lists and key documents (the server side of the core's verifier), for
+        // teams that sign from their own Swift code. The runtime products above never link it.
+        .library(name: "PinStoreSigning", targets: ["PinStoreSigning"]),
         // For the users' own tests (XCTest or Swift Testing): a throwaway PKI and list-signing key,
         // signed fixture lists, loopback list and HTTPS servers, a store configured against them.
         .library(name: "PinStoreTesting", targets: ["PinStoreTesting"]),
@@ -63,6 +66,18 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The signing half, kept apart from the verifying core as python-tuf keeps `repository`
+        // apart from `ngclient`: the list signer, private keys, key-document and Certificate
+        // Transparency tools. Used by the tool, the development server and the test kit; a server
+        // that only verifies lists never links it.
+        .target(
+            name: "PinStoreSigning",
+            dependencies: [
+                "PinStore",
+                "COpenSSL",
+                "CPinStoreShims",
+            ]
+        ),
         .target(
             name: "PinStoreNIO",
             dependencies: [
@@ -99,6 +114,7 @@ let package = Package(
             name: "PinStoreDevServer",
             dependencies: [
                 "PinStore",
+                "PinStoreSigning",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -111,6 +127,7 @@ let package = Package(
             name: "PinStoreTesting",
             dependencies: [
                 "PinStore",
+                "PinStoreSigning",
                 "PinStoreDevServer",
                 "COpenSSL",
                 "CPinStoreShims",
@@ -120,6 +137,7 @@ let package = Package(
             name: "PinStoreCLI",
             dependencies: [
                 "PinStore",
+                "PinStoreSigning",
                 "PinStoreNIO",
                 "PinStoreDevServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -143,7 +161,7 @@ let package = Package(
             name: "PinStoreTests",
             dependencies: [
                 // PinStoreTesting: the test CT log (embedded SCTs made through OpenSSL).
-                "PinStore", "PinStoreDevServer", "CPinStoreTestSupport", "PinStoreTestSupport", "PinStoreTesting",
+                "PinStore", "PinStoreSigning", "PinStoreDevServer", "CPinStoreTestSupport", "PinStoreTestSupport", "PinStoreTesting",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -152,7 +170,7 @@ let package = Package(
         .testTarget(
             name: "PinStoreNIOTests",
             dependencies: [
-                "PinStore", "PinStoreNIO", "PinStoreDevServer", "PinStoreTestSupport",
+                "PinStore", "PinStoreNIO", "PinStoreSigning", "PinStoreDevServer", "PinStoreTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -172,7 +190,7 @@ let package = Package(
         .testTarget(
             name: "PinStoreAsyncHTTPClientTests",
             dependencies: [
-                "PinStore", "PinStoreAsyncHTTPClient", "PinStoreNIO", "PinStoreDevServer", "PinStoreTestSupport", "PinStoreTesting",
+                "PinStore", "PinStoreAsyncHTTPClient", "PinStoreNIO", "PinStoreSigning", "PinStoreDevServer", "PinStoreTestSupport", "PinStoreTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -198,7 +216,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PinStoreCLITests",
-            dependencies: ["PinStore", "PinStoreDevServer", "PinStoreTestSupport", "PinStoreTesting"]
+            dependencies: ["PinStore", "PinStoreSigning", "PinStoreDevServer", "PinStoreTestSupport", "PinStoreTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -19,6 +19,7 @@ let package = Package(
                 .product(name: "PinStoreNIO", package: "PinStore"),
                 .product(name: "PinStoreAsyncHTTPClient", package: "PinStore"),
                 // The test CT log and CA (CertificateTransparencyBenchmark.swift).
+                .product(name: "PinStoreSigning", package: "PinStore"),
                 .product(name: "PinStoreTesting", package: "PinStore"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,5 +1,6 @@
 import Foundation
 import PinStore
+import PinStoreSigning
 
 /// Ready-made responders that answer like the deployed list servers.
 package enum ListResponders {

@@ -1,5 +1,6 @@
 import Foundation
 import PinStore
+import PinStoreSigning
 
 /// The Certificate Transparency section a fixture list carries: the logs a store checks SCTs
 /// against (each ``TestCTLog`` with its operator and state), when the log list was made, and

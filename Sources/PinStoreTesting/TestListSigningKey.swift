@@ -1,5 +1,6 @@
 import Foundation
 import PinStore
+import PinStoreSigning
 
 /// How a list server answers, and so how a store is configured to read it.
 public enum TestListMode: Sendable, Hashable {
@@ -56,7 +57,8 @@ public struct TestPinList: Sendable, Hashable {
 /// let body = try key.signedStaticList(TestPinList(pinning: [pki.leaf.certificate]))
 /// ```
 public struct TestListSigningKey: Sendable {
-    /// The private key (also usable with `P256PrivateKey`'s own API).
+    /// The private key: a `P256PrivateKey` of PinStoreSigning (import that module to sign lists
+    /// of your own with it).
     public let privateKey: P256PrivateKey
     /// The public key a store verifies lists with.
     public let publicKey: P256PublicKey

@@ -3,6 +3,7 @@ import PinStoreTestSupport
 import PinStoreTesting
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// `pinstore ct convert`: a log list in the v3 JSON shape, signed by an independent signer
 /// (the openssl command line), becomes the section stores read; `sign` puts it in a list and

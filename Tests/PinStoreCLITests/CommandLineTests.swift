@@ -2,6 +2,7 @@ import Foundation
 import PinStoreTestSupport
 import Testing
 import PinStore
+import PinStoreSigning
 import PinStoreDevServer
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -242,7 +243,7 @@ struct CommandLineTests {
         let result = try await PinstoreBinary.run(["sign", "--key", Self.keyPath, "--cert", TestResources.fixturePath("pki/localhost.pem"),
                                                    "--expires", "2030-01-01T00:00:00Z"])
         try #require(result.status == 0, "\(result.stderr)")
-        let list = try FingerprintListSigner.readBack(Data(result.stdout.utf8))
+        let list = try ListReadBack.parse(Data(result.stdout.utf8))
         #expect(list.entries.map(\.entry.expires) == [1_893_456_000])
     }
 
@@ -250,7 +251,7 @@ struct CommandLineTests {
         let certificate = try TestResources.certificate("pki/localhost.pem")
         let result = try await PinstoreBinary.run(["sign", "--key", Self.keyPath, "--entry", "localhost,\(certificate.fingerprintHex),4102444799"])
         try #require(result.status == 0, "\(result.stderr)")
-        #expect(try FingerprintListSigner.readBack(Data(result.stdout.utf8)).entries.map(\.entry.fingerprint) == [certificate.fingerprint])
+        #expect(try ListReadBack.parse(Data(result.stdout.utf8)).entries.map(\.entry.fingerprint) == [certificate.fingerprint])
     }
 
     @Test func signRefusesAShortFingerprint() async throws {
@@ -376,7 +377,7 @@ struct CommandLineTests {
         let response = try await HTTPTestClient.get(try #require(URL(string: url)), headers: ["X-Cert-Pinning-Challenge": challenge])
         _ = try await serve.stop()
         let key = try P256PublicKey(configuredString: TestResources.fixtureText("keys/list-signing.pub.b64"))
-        let list = try FingerprintListSigner.verifyChallengeResponse(response.body, challenge: challenge,
+        let list = try ListReadBack.verifyChallengeResponse(response.body, challenge: challenge,
                                                                      signatureHeader: response.header("X-Cert-Pinning-Signature"), publicKey: key)
         #expect(list.entries.count == 4)
         #expect(list.timestamp != nil)

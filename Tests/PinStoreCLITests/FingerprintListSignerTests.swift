@@ -2,6 +2,7 @@ import Foundation
 import PinStoreTestSupport
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// The list signer produces what clients accept, in the documented format.
 struct FingerprintListSignerTests {

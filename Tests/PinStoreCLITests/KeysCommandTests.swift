@@ -1,5 +1,6 @@
 import Foundation
 import PinStore
+import PinStoreSigning
 import PinStoreTestSupport
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import PinStoreTestSupport
 import Testing
 import PinStore
+import PinStoreSigning
 import PinStoreDevServer
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -2,6 +2,7 @@
 import Foundation
 import FoundationNetworking
 import PinStore
+import PinStoreSigning
 import PinStoreDevServer
 import PinStoreNIO
 import PinStoreTestSupport

@@ -2,6 +2,7 @@
 import Foundation
 import FoundationNetworking
 import PinStore
+import PinStoreSigning
 @testable import PinStoreNIO
 import PinStoreTestSupport
 import Testing

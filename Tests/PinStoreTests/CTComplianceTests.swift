@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// The profiles' rules (``CTCompliance``) over SCTs already checked against their logs: which
 /// SCTs count, how many a lifetime needs, operator diversity, Chrome's and Apple's differences.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// The `certificateTransparency` section of the signed list (``CTLogList``): lenient where a
 /// future list may grow, strict where a log key or a mode could hide.

@@ -4,6 +4,7 @@ import PinStoreTestSupport
 import PinStoreTesting
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// Where the CT rule sits among ``PinningRules`` and what its modes do. The fixture chains
 /// carry no SCTs, so a host under CT with a fresh log list always falls short (too few SCTs);

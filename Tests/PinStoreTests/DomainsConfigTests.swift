@@ -2,6 +2,7 @@ import Foundation
 import PinStoreTestSupport
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// The server's per-domain switch (`domainsConfig`): honoured from challenge-mode responses only,
 /// over fixture chains validated against the test root. `127.0.0.1` is one of the localhost

@@ -2,6 +2,7 @@ import Foundation
 import PinStoreTestSupport
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// An IPv6 address has many text forms (`::1`, `0:0::1`, `0:0:0:0:0:0:0:1`). The leaf rule
 /// (AsyncHTTPClient) and static policies compare addresses in one canonical form; the list's

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// Hostile or broken key documents and multi-signed lists: every one is refused with a typed
 /// error (never a trap), and nothing in force changes.

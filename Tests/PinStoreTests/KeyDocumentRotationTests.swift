@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// Key documents: the list-signing keys rotate without a release, by The Update Framework's
 /// rules for root metadata (each step signed by a threshold of the old keys and of the new,

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// A key set with a threshold: a list counts only when k distinct trusted keys signed it.
 @Suite struct KeySetThresholdTests {

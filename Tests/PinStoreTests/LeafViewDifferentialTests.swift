@@ -2,6 +2,7 @@ import Foundation
 import PinStoreTestSupport
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// The leaf view (AsyncHTTPClient) against the chain-aware decision, on generated
 /// configurations: whenever the leaf view lets a leaf through, the chain-aware evaluator lets

@@ -2,6 +2,7 @@ import Foundation
 import PinStoreTestSupport
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// Key pins carried by a signed list (`"pin": "spki"` / `"ca-spki"`), honoured only where a
 /// signature covers that member.

@@ -4,6 +4,7 @@ import Logging
 import PinStoreDevServer
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// An updater on its own, without a store: a scripted or real fetcher, a manual clock, and the
 /// read state it writes (what a ``PinStore`` would read).

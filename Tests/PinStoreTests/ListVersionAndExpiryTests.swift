@@ -3,6 +3,7 @@ import Logging
 import MetricsTestKit
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// The whole list's `version` (monotonic) and `expires` (a list past it is no longer fresh):
 /// what defeats rollback and freeze attacks on the signed list.

@@ -2,6 +2,7 @@ import Foundation
 import PinStoreTestSupport
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 @Suite struct P256PublicKeyTests {
     /// The public key the deployed clients' test suites configure (wire-format note).

@@ -3,6 +3,7 @@ import MetricsTestKit
 import PinStoreTestSupport
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// Updates after a refusal: a rotation nobody announced is picked up, an impostor is not, and
 /// neither can make the store hammer the list server.

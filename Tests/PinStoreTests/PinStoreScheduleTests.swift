@@ -3,6 +3,7 @@ import PinStoreTestSupport
 import ServiceLifecycle
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// Lists made at test time with the fixture signing key (OpenSSL signs them).
 enum SignedLists {

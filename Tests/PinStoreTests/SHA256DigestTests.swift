@@ -2,6 +2,7 @@ import Foundation
 import PinStoreTestSupport
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 @Suite struct SHA256DigestTests {
     // FIPS 180-2 appendix B.1 ("abc") and the empty-string digest.

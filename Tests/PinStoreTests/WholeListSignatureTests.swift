@@ -2,6 +2,7 @@ import Foundation
 import PinStoreTestSupport
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// The static list's optional whole-list signature: what stops replay, splicing and
 /// re-depthing of static lists, while deployed clients still read the list as before.

@@ -1,5 +1,6 @@
 import Foundation
 @_spi(Benchmarks) import PinStore
+import PinStoreSigning
 import PinStoreTesting
 
 // Issue 26: the Certificate Transparency check of a new chain with two embedded SCTs

@@ -1,5 +1,6 @@
 import Foundation
 import PinStore
+import PinStoreSigning
 
 // Issue 20: verifying a 1,000-entry static list signed by a 2-of-3 key set costs about two
 // signature checks more than the same list signed by one key (not two list verifications):

@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import PinStore
+import PinStoreSigning
 
 // Issue 12, pin-failure reports: what a configured reportURI adds to a refused connection's
 // decision (the report itself is built and sent off the connection's thread, but on a small

@@ -1,5 +1,6 @@
 import Foundation
 import PinStore
+import PinStoreSigning
 #if canImport(Glibc)
 import Glibc
 #endif

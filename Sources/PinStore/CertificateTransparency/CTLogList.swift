@@ -24,7 +24,7 @@ import Foundation
 /// where a log key or a mode could hide: a key that does not parse, an `id` that is not the
 /// SHA-256 of its key, a log named twice, an unknown log type, mode or profile, or a host
 /// named twice refuses the whole list, never a part of it.
-struct CTLogList: Sendable {
+package struct CTLogList: Sendable {
     /// When the team made this list of logs (Unix seconds): CT is enforced for
     /// ``freshnessWindow`` after it, then fails open.
     let timestamp: Int64
@@ -208,11 +208,26 @@ struct CTLogList: Sendable {
         }
     }
 
-    /// The section as JSON (what the tool writes and the list carries).
-    struct Wire: Codable, Sendable {
-        struct Log: Codable, Sendable {
-            struct Interval: Codable, Sendable { let start: Int64; let end: Int64 }
-            struct PreviousOperator: Codable, Sendable { let name: String; let endTime: Int64 }
+    /// The section as JSON (what the tool writes and the list carries). Package-visible so that
+    /// the signing side (PinStoreSigning) writes the very shape the store reads.
+    package struct Wire: Codable, Sendable {
+        package struct Log: Codable, Sendable {
+            package struct Interval: Codable, Sendable {
+                let start: Int64
+                let end: Int64
+                package init(start: Int64, end: Int64) {
+                    self.start = start
+                    self.end = end
+                }
+            }
+            package struct PreviousOperator: Codable, Sendable {
+                let name: String
+                let endTime: Int64
+                package init(name: String, endTime: Int64) {
+                    self.name = name
+                    self.endTime = endTime
+                }
+            }
             let key: String
             let id: String?
             let `operator`: String
@@ -221,14 +236,26 @@ struct CTLogList: Sendable {
             let stateTimestamp: Int64?
             let temporalInterval: Interval?
             let previousOperators: [PreviousOperator]?
+
+            package init(key: String, id: String?, operator: String, type: String?, state: String, stateTimestamp: Int64?,
+                         temporalInterval: Interval?, previousOperators: [PreviousOperator]?) {
+                self.key = key
+                self.id = id
+                self.operator = `operator`
+                self.type = type
+                self.state = state
+                self.stateTimestamp = stateTimestamp
+                self.temporalInterval = temporalInterval
+                self.previousOperators = previousOperators
+            }
         }
         /// A host entry: only `name` and `mode`. An unknown member is refused, not ignored: a
         /// mode could hide there (`"subdomains": true` would cover fewer hosts than meant).
-        struct Host: Codable, Sendable {
+        package struct Host: Codable, Sendable {
             let name: String
             let mode: String
 
-            init(name: String, mode: String) {
+            package init(name: String, mode: String) {
                 self.name = name
                 self.mode = mode
             }
@@ -242,7 +269,7 @@ struct CTLogList: Sendable {
                 init?(intValue: Int) { nil }
             }
 
-            init(from decoder: any Decoder) throws {
+            package init(from decoder: any Decoder) throws {
                 let all = try decoder.container(keyedBy: AnyKey.self)
                 if let unknown = all.allKeys.first(where: { CodingKeys(rawValue: $0.stringValue) == nil }) {
                     throw DecodingError.dataCorruptedError(forKey: unknown, in: all,
@@ -257,5 +284,12 @@ struct CTLogList: Sendable {
         let profile: String?
         let logs: [Log]?
         let hosts: [Host]?
+
+        package init(logListTimestamp: Int64, profile: String?, logs: [Log]?, hosts: [Host]?) {
+            self.logListTimestamp = logListTimestamp
+            self.profile = profile
+            self.logs = logs
+            self.hosts = hosts
+        }
     }
 }

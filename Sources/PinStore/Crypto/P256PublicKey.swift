@@ -18,7 +18,7 @@ public struct P256PublicKey: Sendable {
     let key: EVPKey
 
     /// OpenSSL's name for P-256.
-    static let curveName = "prime256v1"
+    package static let curveName = "prime256v1"
 
     /// Parses the way apps configure a key: PEM text, or Base64 of an X9.63 point or a DER SPKI.
     public init(configuredString text: String) throws(PinStoreError) {

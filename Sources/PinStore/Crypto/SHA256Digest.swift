@@ -38,11 +38,11 @@ public enum SHA256Digest {
 
 /// Algorithms fetched from the OpenSSL provider once, because an implicit fetch on every
 /// call (`EVP_sha256()` inside `EVP_Digest`) costs more than hashing a certificate.
-final class PrefetchedAlgorithms: @unchecked Sendable {
+package final class PrefetchedAlgorithms: @unchecked Sendable {
     // Safe to share: an EVP_MD fetched once is immutable and reference counted by OpenSSL.
-    let sha256: OpaquePointer
+    package let sha256: OpaquePointer
 
-    static let shared = PrefetchedAlgorithms()
+    package static let shared = PrefetchedAlgorithms()
 
     private init() {
         if let fetched = EVP_MD_fetch(nil, "SHA256", nil) {

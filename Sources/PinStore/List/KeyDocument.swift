@@ -19,7 +19,7 @@ import Foundation
 /// ```
 ///
 /// `type` keeps a key document's signature from being mistaken for any other signed thing.
-struct KeyDocument: Sendable {
+package struct KeyDocument: Sendable {
     /// The key set the document names.
     let keySet: ListKeySet
     /// The payload bytes the signatures cover.
@@ -31,10 +31,10 @@ struct KeyDocument: Sendable {
     let wire: EnvelopeWire
 
     /// The payload's `type`.
-    static let type = "pinstore-keys"
+    package static let type = "pinstore-keys"
 
     /// Parses an envelope (not yet verified).
-    init(envelope: Data) throws(PinStoreError) {
+    package init(envelope: Data) throws(PinStoreError) {
         let wire: EnvelopeWire
         do {
             wire = try JSONDecoder().decode(EnvelopeWire.self, from: envelope)
@@ -104,28 +104,5 @@ struct KeyDocument: Sendable {
         let expires: Int64
         let threshold: Int
         let keys: [String]
-    }
-}
-
-// MARK: - Signing (tools and tests)
-
-extension KeyDocument {
-    /// The payload bytes for a key set, in the fixed member order signers write.
-    package static func payload(version: Int64, expires: Int64, threshold: Int, keys: [P256PublicKey]) -> Data {
-        let keyList = keys.map { "\"\($0.x963Representation.base64EncodedString())\"" }.joined(separator: ", ")
-        return Data("{\"type\": \"\(type)\", \"version\": \(version), \"expires\": \(expires), \"threshold\": \(threshold), \"keys\": [\(keyList)]}".utf8)
-    }
-
-    /// An envelope for `payload` signed by each of `signers` (one signature each, labelled
-    /// with its key ID), checked by parsing it back.
-    package static func envelope(payload: Data, signers: [P256PrivateKey]) throws(PinStoreError) -> Data {
-        var signatures: [String] = []
-        for key in signers {
-            let signature = try key.signature(for: payload).base64EncodedString()
-            signatures.append("{\"keyid\": \"\(ListKeySet.keyID(of: try key.publicKey))\", \"signature\": \"\(signature)\"}")
-        }
-        let envelope = Data("{\"signed\": \"\(payload.base64EncodedString())\", \"signatures\": [\(signatures.joined(separator: ", "))]}".utf8)
-        _ = try KeyDocument(envelope: envelope)
-        return envelope
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 
-/// Key documents for tools (`pinstore keys`, `pinstore serve`) and tests: make them, chain
-/// them, and check them exactly as a store does (``KeyChain``, ``ListVerifier``).
+/// Key documents for tools (`pinstore keys`, `pinstore serve`) and tests: chain them and check
+/// them exactly as a store does (``KeyChain``, ``ListVerifier``). Making (signing) one is the
+/// signing side's (`KeyDocument+Signing.swift` in PinStoreSigning).
 package enum KeyDocumentTools {
     /// What one verified key document says.
     package struct Summary: Sendable {
@@ -22,13 +23,6 @@ package enum KeyDocumentTools {
 
     /// A served key document file holding no document yet.
     package static let emptyChain = Data("{\"keyDocuments\": []}".utf8)
-
-    /// Key document `version` naming `keys` with `threshold`, signed by each of `signers`.
-    package static func document(version: Int64, expires: Int64, threshold: Int, keys: [P256PublicKey],
-                                 signers: [P256PrivateKey]) throws(PinStoreError) -> Data {
-        let payload = KeyDocument.payload(version: version, expires: expires, threshold: threshold, keys: keys)
-        return try KeyDocument.envelope(payload: payload, signers: signers)
-    }
 
     /// `chain` (a served key document file, or nil for a new one) with `envelope` appended.
     /// The new document must be the next version and must follow from the newest one present

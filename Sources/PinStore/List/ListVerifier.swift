@@ -3,7 +3,7 @@ import Foundation
 /// Verifies signed list material (from the network or the store file) against a key set: a
 /// pure function of the bytes, the keys and the options, with no clock and no state. What a
 /// verified list means against the one in force (rollback, expiry) is decided afterwards.
-struct ListVerifier: Sendable {
+package struct ListVerifier: Sendable {
     /// The keys in force.
     let keys: ListKeySet
     /// Whether a static list must carry a whole-list signature even with one key.
@@ -14,7 +14,7 @@ struct ListVerifier: Sendable {
     /// The request header carrying the labelled challenge-mode signatures of a key set:
     /// `<keyid>:<Base64 DER signature>` pairs separated by commas, each over the same
     /// `challenge & body` as `X-Cert-Pinning-Signature`.
-    static let extraSignaturesHeader = "X-PinStore-Signatures"
+    package static let extraSignaturesHeader = "X-PinStore-Signatures"
 
     func verify(_ persisted: PersistedList) throws(PinStoreError) -> PinStore.VerifiedList {
         // The configured mode decides what counts as signed: a static file must not load into

@@ -40,32 +40,33 @@ import Foundation
 /// the array emptied (`"listSignatures": []`); `listSignature` covers the body with only its own
 /// value removed, the further signatures included. So a PinStore that knows one key reads
 /// `listSignature` exactly as before (made by that key), and a store with a key set counts
-/// each distinct trusted key once. Signers make the labelled signatures first, then the first.
-enum WholeListSignature {
+/// each distinct trusted key once. Signers make the labelled signatures first, then the first
+/// (`WholeListSignature+Signing.swift` in PinStoreSigning: the runtime only locates and verifies).
+package enum WholeListSignature {
     /// The member's name.
-    static let member = "listSignature"
+    package static let member = "listSignature"
     /// The member holding the further, labelled signatures.
-    static let extraMember = "listSignatures"
+    package static let extraMember = "listSignatures"
 
     /// A body's whole-list signatures and the bytes each kind covers.
-    struct Located {
+    package struct Located {
         /// `listSignature`'s value.
-        let signature: String
+        package let signature: String
         /// The body with that value removed: what `signature` covers.
-        let signedBytes: Data
+        package let signedBytes: Data
         /// The labelled signatures of `listSignatures` (empty when the member is absent).
-        let extras: [(keyID: String, signature: String)]
+        package let extras: [(keyID: String, signature: String)]
         /// The body with `listSignature`'s value removed and `listSignatures` emptied: what
         /// the labelled signatures cover (equal to ``signedBytes`` without the member).
-        let extrasSignedBytes: Data
+        package let extrasSignedBytes: Data
         /// Whether the body has the `listSignatures` member where the format puts it.
-        let hasExtraMember: Bool
+        package let hasExtraMember: Bool
     }
 
     /// Both kinds of signature, when `body` starts with `listSignature` (nil otherwise).
     /// Throws ``PinStoreError/Code/invalidListData`` when `listSignatures` follows but is not
     /// an array of `{"keyid", "signature"}` objects.
-    static func locateAll(in body: Data) throws(PinStoreError) -> Located? {
+    package static func locateAll(in body: Data) throws(PinStoreError) -> Located? {
         guard let (signature, signed) = locate(in: body) else { return nil }
         var scanner = LeadingMembers(bytes: [UInt8](signed))
         let none = Located(signature: signature, signedBytes: signed, extras: [], extrasSignedBytes: signed, hasExtraMember: false)
@@ -102,7 +103,7 @@ enum WholeListSignature {
 
     /// The signature and the bytes it covers, when `body` starts with the member; nil when the
     /// body has no leading `listSignature` member.
-    static func locate(in body: Data) -> (signature: String, signedBytes: Data)? {
+    package static func locate(in body: Data) -> (signature: String, signedBytes: Data)? {
         var scanner = LeadingMembers(bytes: [UInt8](body))
         guard scanner.expect("{") else { return nil }
         guard scanner.expect("\"\(member)\"") else { return nil }
@@ -119,43 +120,6 @@ enum WholeListSignature {
         var signed = Data(scanner.bytes[..<valueStart])
         signed.append(contentsOf: scanner.bytes[scanner.index...])
         return (signature, signed)
-    }
-
-    /// Signs `body` with several keys: `body` must start with `{"listSignature": "",` and,
-    /// when there are further keys, `"listSignatures": [],` right after. The further keys sign
-    /// first (labelled), then the first key signs the result.
-    static func sign(_ body: Data, with keys: [P256PrivateKey]) throws(PinStoreError) -> Data {
-        guard let first = keys.first else {
-            throw PinStoreError(.privateKeyInvalid, "Signing a list needs at least one key.")
-        }
-        let further = keys.dropFirst()
-        guard !further.isEmpty else { return try sign(body, with: first) }
-        let text = String(decoding: body, as: UTF8.self)
-        guard let located = try locateAll(in: body), located.signature.isEmpty, located.hasExtraMember, located.extras.isEmpty,
-              let range = text.range(of: "\"\(extraMember)\": []") else {
-            throw PinStoreError(.invalidListData, "The list does not start with empty \"\(member)\" and \"\(extraMember)\" members to fill in.")
-        }
-        var extras: [String] = []
-        for key in further {
-            let signature = try key.signature(for: located.extrasSignedBytes).base64EncodedString()
-            extras.append("{\"keyid\": \"\(ListKeySet.keyID(of: try key.publicKey))\", \"signature\": \"\(signature)\"}")
-        }
-        let filled = text.replacingCharacters(in: range, with: "\"\(extraMember)\": [\(extras.joined(separator: ", "))]")
-        return try sign(Data(filled.utf8), with: first)
-    }
-
-    /// Signs `body`, which must start with `{"listSignature": "",` (any JSON whitespace):
-    /// returns the body with the signature filled in.
-    static func sign(_ body: Data, with key: P256PrivateKey) throws(PinStoreError) -> Data {
-        guard let located = locate(in: body), located.signature.isEmpty else {
-            throw PinStoreError(.invalidListData, "The list does not start with an empty \"\(member)\" member to fill in.")
-        }
-        let signature = try key.signature(for: located.signedBytes).base64EncodedString()
-        let text = String(decoding: body, as: UTF8.self)
-        guard let range = text.range(of: "\"\(member)\": \"\"") ?? text.range(of: "\"\(member)\":\"\"") else {
-            throw PinStoreError(.invalidListData, "The list's \"\(member)\" member is not in the signer's layout.")
-        }
-        return Data(text.replacingCharacters(in: range, with: "\"\(member)\": \"\(signature)\"").utf8)
     }
 }
 

@@ -5,11 +5,11 @@ internal import COpenSSL
 /// `@unchecked Sendable`: OpenSSL 3 keys are reference counted and safe to use for
 /// verification and signing from several threads at once; the pointer is never mutated after
 /// the key is built.
-final class EVPKey: @unchecked Sendable {
-    let pointer: OpaquePointer
+package final class EVPKey: @unchecked Sendable {
+    package let pointer: OpaquePointer
 
     /// Takes ownership of `pointer`.
-    init(taking pointer: OpaquePointer) {
+    package init(taking pointer: OpaquePointer) {
         self.pointer = pointer
     }
 
@@ -43,12 +43,12 @@ final class EVPKey: @unchecked Sendable {
     }
 
     /// Whether the key's algorithm is `name` (e.g. "EC", "RSA").
-    func isA(_ name: String) -> Bool {
+    package func isA(_ name: String) -> Bool {
         EVP_PKEY_is_a(pointer, name) == 1
     }
 
     /// The curve name of an EC key, as OpenSSL spells it ("prime256v1", "secp384r1", ...).
-    var groupName: String? {
+    package var groupName: String? {
         var buffer = [CChar](repeating: 0, count: 80)
         var length = 0
         guard EVP_PKEY_get_utf8_string_param(pointer, OSSL_PKEY_PARAM_GROUP_NAME, &buffer, buffer.count, &length) == 1 else {
@@ -59,7 +59,7 @@ final class EVPKey: @unchecked Sendable {
     }
 
     /// A short description of the key type for error messages ("RSA", "ED25519", ...).
-    var typeName: String {
+    package var typeName: String {
         if let name = EVP_PKEY_get0_type_name(pointer) { return String(cString: name) }
         return "unknown"
     }

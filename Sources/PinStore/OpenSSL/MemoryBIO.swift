@@ -3,16 +3,16 @@ internal import COpenSSL
 internal import CPinStoreShims
 
 /// Frees memory that OpenSSL allocated for us (`OPENSSL_free` is a macro).
-func openSSLFree(_ pointer: UnsafeMutableRawPointer?) {
+package func openSSLFree(_ pointer: UnsafeMutableRawPointer?) {
     CPinStoreShims_OPENSSL_free(pointer)
 }
 
 /// Owns one memory `BIO` and frees it with the object. Used only inside one function.
-final class MemoryBIO {
-    let pointer: OpaquePointer
+package final class MemoryBIO {
+    package let pointer: OpaquePointer
 
     /// A read-only BIO over a copy of `bytes` (OpenSSL may read after the caller's buffer moves).
-    init?(reading bytes: Data) {
+    package init?(reading bytes: Data) {
         guard let bio = BIO_new(BIO_s_mem()) else { return nil }
         pointer = bio
         let written = bytes.withUnsafeBytes { raw -> Int32 in
@@ -23,7 +23,7 @@ final class MemoryBIO {
     }
 
     /// An empty writable BIO.
-    init?() {
+    package init?() {
         guard let bio = BIO_new(BIO_s_mem()) else { return nil }
         pointer = bio
     }
@@ -33,7 +33,7 @@ final class MemoryBIO {
     }
 
     /// Everything written so far.
-    var contents: Data {
+    package var contents: Data {
         var data: UnsafeMutablePointer<CChar>? = nil
         let length = CPinStoreShims_BIO_get_mem_data(pointer, &data)
         guard length > 0, let data else { return Data() }

@@ -37,7 +37,7 @@ package enum OpenSSLErrorQueue {
     }
 
     /// An error carrying whatever OpenSSL queued.
-    static func error(_ code: PinStoreError.Code, _ reason: String, file: String = #fileID, line: Int = #line) -> PinStoreError {
+    package static func error(_ code: PinStoreError.Code, _ reason: String, file: String = #fileID, line: Int = #line) -> PinStoreError {
         PinStoreError(code, reason, openSSLErrors: drain(), file: file, line: line)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinStore
+import PinStoreSigning
 
 /// `pinstore ct`: the Certificate Transparency section of the signed list, and a chain's CT
 /// status as stores judge it.

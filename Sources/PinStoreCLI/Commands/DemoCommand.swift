@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinStore
+import PinStoreSigning
 import PinStoreDevServer
 
 /// `pinstore demo`: dynamic pinning end to end on loopback, with no network and no setup.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinStore
+import PinStoreSigning
 
 /// `pinstore keygen`: a new list-signing key.
 struct KeygenCommand: AsyncParsableCommand {

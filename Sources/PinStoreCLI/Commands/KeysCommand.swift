@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinStore
+import PinStoreSigning
 
 /// `pinstore keys`: the signed key documents that rotate the list-signing keys.
 struct KeysCommand: AsyncParsableCommand {

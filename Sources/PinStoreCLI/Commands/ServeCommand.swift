@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import PinStore
+import PinStoreSigning
 import PinStoreDevServer
 
 /// `pinstore serve`: a development list server on 127.0.0.1.
@@ -81,9 +82,9 @@ struct ServeCommand: AsyncParsableCommand {
     private func makeResponder(for fileBody: Data, signingKeys: [P256PrivateKey]) throws -> (ListServerResponder, String, Int) {
         // validate() guarantees one key at least.
         guard let signingKey = signingKeys.first else { throw CLIError("Give at least one --key.") }
-        let parsed: FingerprintListSigner.ReadBackList
+        let parsed: ListReadBack.List
         do {
-            parsed = try FingerprintListSigner.readBack(fileBody)
+            parsed = try ListReadBack.parse(fileBody)
         } catch {
             throw CLIError("\(list): not a fingerprint list apps accept", error)
         }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinStore
+import PinStoreSigning
 
 /// `pinstore sign`: a complete signed static-mode list.
 struct SignCommand: AsyncParsableCommand {

@@ -126,9 +126,9 @@ struct VerifyCommand: AsyncParsableCommand {
         var rows: [(status: String, entry: FingerprintEntry)] = []
         var libraryVerdict: String?
         if let challenge, let signature {
-            let parsed: FingerprintListSigner.ReadBackList
+            let parsed: ListReadBack.List
             do {
-                parsed = try FingerprintListSigner.verifyChallengeResponse(body, challenge: challenge, signatureHeader: signature, publicKey: key)
+                parsed = try ListReadBack.verifyChallengeResponse(body, challenge: challenge, signatureHeader: signature, publicKey: key)
             } catch {
                 throw CLIError("\(list): refused", error)
             }
@@ -138,15 +138,15 @@ struct VerifyCommand: AsyncParsableCommand {
             }
             rows = parsed.entries.map { ($0.entry.isValid(at: date) ? "valid" : "expired", $0.entry) }
         } else {
-            let parsed: FingerprintListSigner.ReadBackList
+            let parsed: ListReadBack.List
             do {
-                parsed = try FingerprintListSigner.readBack(body)
+                parsed = try ListReadBack.parse(body)
             } catch {
                 throw CLIError("\(list): not a fingerprint list apps accept", error)
             }
             Console.print("\(list): static list, \(parsed.entries.count) entr\(parsed.entries.count == 1 ? "y" : "ies")")
             do {
-                if let timestamp = try FingerprintListSigner.wholeListSignatureTimestamp(body, publicKey: key) {
+                if let timestamp = try ListReadBack.wholeListSignatureTimestamp(body, publicKey: key) {
                     Console.print("whole-list signature: valid, timestamp \(UnixTime.iso8601(timestamp)) (\(timestamp))")
                 } else {
                     Console.print("whole-list signature: none (replay, splicing and depth changes cannot be detected; stores with requireListSignature refuse this list)")
@@ -157,7 +157,7 @@ struct VerifyCommand: AsyncParsableCommand {
             }
             rows = parsed.entries.map { signed in
                 let status: String
-                if !FingerprintListSigner.entrySignatureIsValid(signed.signature, for: signed.entry, publicKey: key) {
+                if !ListReadBack.entrySignatureIsValid(signed.signature, for: signed.entry, publicKey: key) {
                     status = signed.signature == nil ? "no signature" : "bad signature"
                 } else {
                     status = signed.entry.isValid(at: date) ? "valid" : "expired"

@@ -1,5 +1,6 @@
 import Foundation
 import PinStore
+import PinStoreSigning
 
 /// Reading the files and values the commands take, with errors that name the file.
 enum InputFiles {

@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import PinStore
+import PinStoreSigning
 import PinStoreAsyncHTTPClient
 import PinStoreDevServer
 import PinStoreTestSupport

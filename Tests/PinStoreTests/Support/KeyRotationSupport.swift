@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// Keys, key documents, lists and stores for the key set, key document and list expiry tests.
 /// The keys are made fresh by OpenSSL for each test (no key material in the repository).

@@ -2,6 +2,7 @@ import Foundation
 import PinStoreTestSupport
 import Testing
 @testable import PinStore
+import PinStoreSigning
 
 /// A clock tests set by hand. `sleep(until:)` suspends until the test moves the clock to or
 /// past the deadline, so scheduling is tested with exact times and no real waiting.

@@ -1,5 +1,6 @@
 import Foundation
 @testable import PinStore
+import PinStoreSigning
 
 /// Builds signed static lists in tests (the committed fixtures cover the fixed cases).
 enum TestLists {

@@ -1,4 +1,5 @@
 import Foundation
+import PinStore
 internal import COpenSSL
 internal import CPinStoreShims
 

@@ -1,33 +1,45 @@
 import Foundation
+import PinStore
 
-/// Makes signed fingerprint lists in the wire format (`../shared/notes/wire-format.md`): the
-/// server side of ``ListSignatureVerifier``, for the command-line tool, the development list
-/// server and tests. Apps never sign; they only verify.
+/// Makes signed fingerprint lists in the wire format a `PinStore` reads: the server side of the
+/// store's list verification, for the `pinstore` tool, the development list server, the test kit
+/// and teams that sign lists from their own Swift code. Apps never sign; they only verify (and
+/// never link this module).
+///
+/// Every list made is first read back with the parser the clients use, so a list that clients
+/// would refuse is refused here, before anyone serves it.
 ///
 /// ```swift
+/// import PinStore
+/// import PinStoreSigning
+///
 /// let signer = FingerprintListSigner(privateKey: try P256PrivateKey(pem: keyPEM))
 /// let entry = FingerprintEntry(name: "api.example.com", fingerprint: sha256OfLeafDER, expires: 1_900_000_000)
-/// let staticListJSON = try signer.staticList([entry])          // every entry signed
+/// // A static list: every entry signed, plus the whole-list signature over the body and its
+/// // timestamp (a store with `requireListSignature` wants it; newer stores refuse older lists).
+/// let list = try signer.staticList([entry], timestamp: Int64(Date().timeIntervalSince1970), version: 8)
+///
+/// // Challenge mode: one body, signed per request over the client's challenge.
 /// let body = try FingerprintListSigner.challengeModeBody([entry], timestamp: 1_767_225_600)
 /// let header = try signer.challengeResponseSignature(challenge: challengeHeader, body: body)
 /// ```
-package struct FingerprintListSigner: Sendable {
+public struct FingerprintListSigner: Sendable {
     /// The key whose public half the apps configure: it makes the per-entry signatures and
     /// `listSignature`, which the deployed clients and single-key stores read.
-    package let privateKey: P256PrivateKey
-    /// Further keys of a key set: each adds a labelled whole-list signature
-    /// (`listSignatures`, see ``WholeListSignature``).
-    package let additionalKeys: [P256PrivateKey]
+    public let privateKey: P256PrivateKey
+    /// Further keys of a key set: each adds a labelled whole-list signature (the
+    /// `listSignatures` member), for stores configured with a signature threshold.
+    public let additionalKeys: [P256PrivateKey]
 
     /// Creates a signer for `privateKey`, plus `additionalKeys` for a key set with a threshold.
-    package init(privateKey: P256PrivateKey, additionalKeys: [P256PrivateKey] = []) {
+    public init(privateKey: P256PrivateKey, additionalKeys: [P256PrivateKey] = []) {
         self.privateKey = privateKey
         self.additionalKeys = additionalKeys
     }
 
-    /// The DER ECDSA-SHA256 signature of one entry's ``FingerprintEntry/signedBytes``
+    /// The DER ECDSA-SHA256 signature of one entry's `signedBytes`
     /// (`name&base64(fingerprint)&expires`), as a static list carries it (after Base64).
-    package func signature(for entry: FingerprintEntry) throws(PinStoreError) -> Data {
+    public func signature(for entry: FingerprintEntry) throws(PinStoreError) -> Data {
         try privateKey.signature(for: entry.signedBytes)
     }
 
@@ -39,18 +51,23 @@ package struct FingerprintListSigner: Sendable {
     /// refuse (an empty name, a fingerprint that is not 32 bytes, an impossible `expires`, a
     /// duplicate entry) is refused here, before anyone serves it.
     ///
-    /// With a `timestamp`, the list also carries a whole-list signature (``WholeListSignature``)
-    /// over the exact body, timestamp included: deployed clients ignore it, PinStore verifies
-    /// it and refuses lists older than the newest it has seen.
+    /// With a `timestamp`, the list also carries a whole-list signature (`listSignature`, and
+    /// `listSignatures` for ``additionalKeys``) over the exact body, timestamp included:
+    /// deployed clients ignore it, PinStore verifies it and refuses lists older than the newest
+    /// it has seen.
     ///
     /// `version` and `expires` (the whole list's, see the README's "Key documents and list
     /// expiry") need the whole-list signature too, so they need a `timestamp`.
     ///
-    /// `certificateTransparency` is a section made by ``CertificateTransparencyTools`` (JSON);
-    /// it needs the whole-list signature too.
-    package func staticList(_ entries: [FingerprintEntry], timestamp: Int64? = nil,
-                            version: Int64? = nil, expires: Int64? = nil,
-                            certificateTransparency: Data? = nil) throws(PinStoreError) -> Data {
+    /// `certificateTransparency` is a section file (JSON, as `pinstore ct convert` writes it);
+    /// it is checked as a store checks it, and needs the whole-list signature too.
+    ///
+    /// - Throws: `PinStoreError` with `invalidListData` when clients would refuse the list or
+    ///   a member needs the whole-list signature and no `timestamp` was given; an OpenSSL
+    ///   failure while signing.
+    public func staticList(_ entries: [FingerprintEntry], timestamp: Int64? = nil,
+                           version: Int64? = nil, expires: Int64? = nil,
+                           certificateTransparency: Data? = nil) throws(PinStoreError) -> Data {
         var lines: [String] = []
         lines.reserveCapacity(entries.count)
         for entry in entries {
@@ -86,9 +103,9 @@ package struct FingerprintListSigner: Sendable {
     /// A challenge-mode response body: `{"timestamp":...,"fingerprints":[...]}` without per-entry
     /// signatures (the response signature covers the whole body). The body does not depend on
     /// the key, so this is static; sign it per request with ``challengeResponseSignature(challenge:body:)``.
-    package static func challengeModeBody(_ entries: [FingerprintEntry], timestamp: Int64,
-                                          version: Int64? = nil, expires: Int64? = nil,
-                                          certificateTransparency: Data? = nil) throws(PinStoreError) -> Data {
+    public static func challengeModeBody(_ entries: [FingerprintEntry], timestamp: Int64,
+                                         version: Int64? = nil, expires: Int64? = nil,
+                                         certificateTransparency: Data? = nil) throws(PinStoreError) -> Data {
         let lines = entries.map { entryObject($0, signature: nil) }
         var members: [String] = []
         if let version { members.append("\"version\": \(version)") }
@@ -104,7 +121,7 @@ package struct FingerprintListSigner: Sendable {
 
     /// The `X-Cert-Pinning-Signature` value for one challenge-mode response: Base64 of the DER
     /// ECDSA-SHA256 signature over UTF-8(`challenge` exactly as the client sent it) + `"&"` + `body`.
-    package func challengeResponseSignature(challenge: String, body: Data) throws(PinStoreError) -> String {
+    public func challengeResponseSignature(challenge: String, body: Data) throws(PinStoreError) -> String {
         var signed = Data(challenge.utf8)
         signed.append(UInt8(ascii: "&"))
         signed.append(body)
@@ -114,20 +131,21 @@ package struct FingerprintListSigner: Sendable {
     /// The `X-PinStore-Signatures` value for one challenge-mode response of a key set: each of
     /// ``additionalKeys``' signature over the same bytes as ``challengeResponseSignature(challenge:body:)``,
     /// as `keyid:Base64` pairs separated by commas. Nil without additional keys.
-    package func challengeResponseExtraSignatures(challenge: String, body: Data) throws(PinStoreError) -> String? {
+    public func challengeResponseExtraSignatures(challenge: String, body: Data) throws(PinStoreError) -> String? {
         guard !additionalKeys.isEmpty else { return nil }
         var signed = Data(challenge.utf8)
         signed.append(UInt8(ascii: "&"))
         signed.append(body)
         var pairs: [String] = []
         for key in additionalKeys {
-            pairs.append("\(ListKeySet.keyID(of: try key.publicKey)):\(try key.signature(for: signed).base64EncodedString())")
+            pairs.append("\(KeyDocumentTools.keyID(of: try key.publicKey)):\(try key.signature(for: signed).base64EncodedString())")
         }
         return pairs.joined(separator: ", ")
     }
 
-    /// The header carrying ``challengeResponseExtraSignatures(challenge:body:)``.
-    package static let extraSignaturesHeader = ListVerifier.extraSignaturesHeader
+    /// The header carrying ``challengeResponseExtraSignatures(challenge:body:)``
+    /// (`X-PinStore-Signatures`).
+    public static let extraSignaturesHeader = ListVerifier.extraSignaturesHeader
 
     // MARK: - JSON
 
@@ -178,61 +196,9 @@ package struct FingerprintListSigner: Sendable {
 
     private static func checkClientsAccept(_ json: Data) throws(PinStoreError) {
         do {
-            let document = try FingerprintListDocument(body: json)
-            _ = try document.certificateTransparency.map(CTLogList.init)
+            try ListReadBack.checkClientsAccept(json)
         } catch {
             throw PinStoreError(error.code, "Refusing to sign a list that clients would reject: \(error.reason)")
         }
-    }
-}
-
-// MARK: - Reading back
-
-/// Reading lists back with the clients' own parser and verifier, so that tools (`pinstore
-/// verify`, `pinstore serve`) judge a list exactly as apps will.
-extension FingerprintListSigner {
-    /// One entry as parsed, with the per-entry signature it carried (nil when absent).
-    package struct ReadBackEntry: Sendable {
-        /// The parsed entry.
-        package let entry: FingerprintEntry
-        /// The `signature` member as served, not yet checked.
-        package let signature: String?
-    }
-
-    /// A list as parsed by the clients' strict parser, not yet verified.
-    package struct ReadBackList: Sendable {
-        /// The entries in list order.
-        package let entries: [ReadBackEntry]
-        /// The challenge-mode `timestamp`, when the body has one.
-        package let timestamp: Int64?
-    }
-
-    /// Parses `body` as clients do; throws ``PinStoreError/Code/invalidListData`` saying what
-    /// is wrong.
-    package static func readBack(_ body: Data) throws(PinStoreError) -> ReadBackList {
-        let document = try FingerprintListDocument(body: body)
-        return ReadBackList(entries: document.entries.map { ReadBackEntry(entry: $0.entry, signature: $0.signature) },
-                            timestamp: document.timestamp)
-    }
-
-    /// The timestamp a static list's whole-list signature covers, nil when the list has no
-    /// such signature; throws when it has one that does not verify (``WholeListSignature``).
-    package static func wholeListSignatureTimestamp(_ body: Data, publicKey: P256PublicKey) throws(PinStoreError) -> Int64? {
-        let document = try FingerprintListDocument(body: body)
-        return try ListSignatureVerifier(publicKey: publicKey).verifyWholeList(body: body, document: document, required: false)
-    }
-
-    /// Whether one static-mode entry's signature verifies, by the clients' rules (strict
-    /// Base64; DER, or raw `r||s` as a convenience).
-    package static func entrySignatureIsValid(_ signature: String?, for entry: FingerprintEntry, publicKey: P256PublicKey) -> Bool {
-        guard let signature, let bytes = Base64.decodeStrict(signature) else { return false }
-        return ListSignatureVerifier(publicKey: publicKey).verify(bytes, entry.signedBytes)
-    }
-
-    /// Verifies a challenge-mode response exactly as clients do: the response signature over
-    /// `challenge & body`, then the body's format.
-    package static func verifyChallengeResponse(_ body: Data, challenge: String, signatureHeader: String?, publicKey: P256PublicKey) throws(PinStoreError) -> ReadBackList {
-        try ListSignatureVerifier(publicKey: publicKey).verifyChallenge(body: body, challenge: challenge, signatureHeader: signatureHeader)
-        return try readBack(body)
     }
 }
