@@ -154,7 +154,7 @@ let package = Package(
         // Fixture and vector paths shared by every test target.
         .target(
             name: "PinStoreTestSupport",
-            dependencies: ["PinStore"],
+            dependencies: ["PinStore", "CPinStoreTestSupport"],
             path: "Tests/PinStoreTestSupport"
         ),
         .testTarget(

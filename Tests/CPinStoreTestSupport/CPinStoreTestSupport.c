@@ -34,6 +34,25 @@ int CPinStoreTestSupport_silentListener(int *port) {
     return fd;
 }
 
+int CPinStoreTestSupport_closedPort(int *port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    struct sockaddr_in address;
+    memset(&address, 0, sizeof address);
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = inet_addr("127.0.0.1");
+    address.sin_port = 0;
+    socklen_t length = sizeof address;
+    // Bound, never listening: a connection is refused, and nobody else can bind the port.
+    if (bind(fd, (struct sockaddr *)&address, sizeof address) != 0
+        || getsockname(fd, (struct sockaddr *)&address, &length) != 0) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(address.sin_port);
+    return fd;
+}
+
 void CPinStoreTestSupport_close(int descriptor) {
     close(descriptor);
 }

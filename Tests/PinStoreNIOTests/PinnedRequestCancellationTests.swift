@@ -114,7 +114,33 @@ import Testing
             return
         }
         #expect(pool.connectionCount(for: .init(host: "localhost", port: server.port)) == 0)
-        withExtendedLifetime(ticket) {}
+    }
+
+    /// A connection that fails once nobody waits for it any more (its request was cancelled
+    /// during the handshake) leaves no failure in the pool: one kept "for later" stayed for the
+    /// life of the pool.
+    @Test func aConnectionThatFailsAfterItsRequestWasCancelledLeavesNoFailureBehind() async throws {
+        let listener = try SilentLoopbackListener()
+        let pool = try pool()
+        defer { pool.shutDown() }
+        var hanging = request("/hello", port: listener.port)
+        hanging.timeout = .milliseconds(300)   // also the handshake's limit
+        let ended = await withCheckedContinuation { ended in
+            pool.execute(hanging, receiver: CollectingReceiver(ended)).cancel()
+        }
+        guard case .failure(.cancelled) = ended else {
+            Issue.record("expected a cancellation, got \(ended)")
+            return
+        }
+        let key = PinnedConnectionPool.Key(host: "localhost", port: listener.port)
+        // The handshake to the silent listener gives up after 300 ms.
+        for _ in 0..<1_000 where pool.connectionCount(for: key) > 0 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(pool.connectionCount(for: key) == 0)
+        #expect(pool.heldRequestCount.waiting == 0)
+        #expect(pool.heldRequestCount.undeliveredFailures == 0)
+        withExtendedLifetime(listener) {}
     }
 }
 #endif

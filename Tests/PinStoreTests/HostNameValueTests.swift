@@ -5,6 +5,27 @@ import Testing
 
 /// ``HostName``, the one form a host takes inside PinStore.
 @Suite struct HostNameValueTests {
+    /// The one-pass path of `HostName.init` must only ever take names the full path (lookup
+    /// key, then the host-character check) leaves exactly as they are. 200,000 names of 1 to 12
+    /// bytes from an alphabet of every kind of byte the two paths tell apart.
+    @Test func theOnePassPathAcceptsOnlyNamesTheFullPathLeavesUnchanged() {
+        let alphabet = Array("az09-_*.A:[] /\u{7f}\u{00}é".utf8)
+        var generator = SystemRandomNumberGenerator()
+        var accepted = 0
+        for _ in 0..<200_000 {
+            let count = Int.random(in: 1...12, using: &generator)
+            let bytes = (0..<count).map { _ in alphabet.randomElement(using: &generator)! }
+            let name = String(decoding: bytes, as: UTF8.self)
+            guard HostName.isAlreadyNormalized(name) else { continue }
+            accepted += 1
+            let full = HostName.lookupKey(name).flatMap { HostName.hasHostCharacters($0) ? $0 : nil }
+            #expect(full == name, "\(String(reflecting: name))")
+            if full != name { return }
+        }
+        // The generator does produce names the one-pass path takes.
+        #expect(accepted > 1_000)
+    }
+
     @Test func aNameIsLowercasedWithoutItsTrailingDot() throws {
         #expect(try HostName("API.Example.COM.").text == "api.example.com")
     }

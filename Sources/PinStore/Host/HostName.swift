@@ -27,6 +27,11 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// - Throws: ``PinStoreError/Code/invalidHostName`` when `name` can never be a host name
     ///   (see the type's documentation).
     public init(_ name: String) throws(PinStoreError) {
+        // Most names arrive in their final form: one pass decides them.
+        if Self.isAlreadyNormalized(name) {
+            self.text = name
+            return
+        }
         guard let key = Self.lookupKey(name), Self.hasHostCharacters(key) else {
             throw PinStoreError(.invalidHostName, Self.problem(name))
         }
@@ -42,6 +47,30 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
         // HostName, and the view's iterator costs several times the byte loop.
         let plain = key.utf8.withContiguousStorageIfAvailable { $0.allSatisfy(isHostByte) } ?? key.utf8.allSatisfy(isHostByte)
         return plain || IPAddressText.isAddress(key)
+    }
+
+    /// Whether `name` is already what ``init(_:)`` makes of it: only lowercase ASCII letters,
+    /// digits, `-`, `_` and `*`, and dots between non-empty labels, with no trailing dot. Every
+    /// name it accepts, the full path (``lookupKey(_:)`` then ``hasHostCharacters(_:)``) accepts
+    /// unchanged; anything else goes that way. One pass instead of two: every `validate` and
+    /// every pooled re-check makes a HostName.
+    @inline(__always)
+    static func isAlreadyNormalized(_ name: String) -> Bool {
+        let dot = UInt8(ascii: ".")
+        return name.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard let last = bytes.last, last != dot else { return false }
+            var valid = true
+            // Starting as if after a dot makes a leading dot an empty label.
+            var previousWasDot = true
+            for byte in bytes {
+                let isDot = byte == dot
+                let plain = byte &- UInt8(ascii: "a") < 26 || byte &- UInt8(ascii: "0") < 10
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "*")
+                valid = valid && (plain || (isDot && !previousWasDot))
+                previousWasDot = isDot
+            }
+            return valid
+        } ?? false
     }
 
     private static func isHostByte(_ byte: UInt8) -> Bool {

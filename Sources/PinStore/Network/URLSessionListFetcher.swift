@@ -10,8 +10,8 @@ import FoundationNetworking
 /// platform's normal TLS trust evaluation applies. The body is read with a size limit and
 /// redirects are followed only to https (or loopback http when the request allows it).
 ///
-/// The body must come as it is (`Accept-Encoding: identity`); a compressed one is refused
-/// before a byte of it is read. FoundationNetworking's libcurl inflates whatever encoding a
+/// The body must come as it is (`Accept-Encoding: identity`); a compressed one is refused, and
+/// its transfer cancelled, as soon as its headers arrive (pieces already inflated are dropped). FoundationNetworking's libcurl inflates whatever encoding a
 /// server names, as fast as it can and with no back-pressure, so a limit counted on what the
 /// delegate receives cannot bound it: one megabyte of gzip from a hostile server grew a
 /// process by gigabytes before the limit's cancellation landed. Lists are at most a few hundred
@@ -95,14 +95,21 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                     completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
-        if let encoding = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding")?
-            .trimmingCharacters(in: .whitespaces), !encoding.isEmpty, encoding.lowercased() != "identity" {
-            record(PinStoreError(.invalidListData, "The list server sent a \(encoding)-encoded body though an unencoded one was asked for (Accept-Encoding: identity); it is refused unread, since the size it inflates to cannot be bounded. Serve the list without Content-Encoding."))
+        // Every Content-Encoding field, whatever its case: libcurl decodes each one.
+        let encodings = ((response as? HTTPURLResponse)?.allHeaderFields ?? [:]).compactMap { name, value -> String? in
+            guard (name as? String)?.lowercased() == "content-encoding", let value = value as? String else { return nil }
+            let trimmed = value.trimmingCharacters(in: .whitespaces)
+            return trimmed.isEmpty || trimmed.lowercased() == "identity" ? nil : trimmed
+        }
+        if let encoding = encodings.first {
+            // `fail` cancels the task: FoundationNetworking on Linux ignores the disposition
+            // below, and the transfer (and libcurl's inflating) would run on to the timeout.
+            fail(PinStoreError(.invalidListData, "The list server sent a \(encoding)-encoded body though an unencoded one was asked for (Accept-Encoding: identity); it is refused and its transfer cancelled at the headers, since the size it inflates to cannot be bounded. Serve the list without Content-Encoding."))
             completionHandler(.cancel)
             return
         }
         if response.expectedContentLength > Int64(request.maximumBodySize) {
-            record(PinStoreError(.invalidListData, "The server announced a \(response.expectedContentLength)-byte list; the limit is \(request.maximumBodySize) bytes."))
+            fail(PinStoreError(.invalidListData, "The server announced a \(response.expectedContentLength)-byte list; the limit is \(request.maximumBodySize) bytes."))
             completionHandler(.cancel)
             return
         }

@@ -26,6 +26,11 @@ package struct PinFailureReportDeliveryError: Error, Sendable, CustomStringConve
 /// FoundationNetworking lets the session's 60-second default win over it, and a sender that
 /// ignores cancellation would otherwise hold the reporter as long as it likes.)
 package enum PinFailureReportDeadline {
+    /// The error of a delivery whose limit passed.
+    static func timedOut(seconds: TimeInterval, uri: URL) -> PinFailureReportDeliveryError {
+        PinFailureReportDeliveryError(description: "the collector at \(uri.absoluteString) did not answer within \(seconds) s; the report is dropped")
+    }
+
     /// Runs `delivery`, giving up on it after `seconds` (about `uri`, for the error).
     package static func run(seconds: TimeInterval, uri: URL,
                             _ delivery: @escaping @Sendable () async throws -> Void) async throws {
@@ -58,8 +63,7 @@ package enum PinFailureReportDeadline {
                 let nanoseconds = seconds.isNaN ? 0 : UInt64(min(max(seconds, 0), 86_400) * 1_000_000_000)
                 let timer = Task {
                     guard (try? await Task.sleep(nanoseconds: nanoseconds)) != nil else { return }
-                    finish(.failure(PinFailureReportDeliveryError(
-                        description: "the collector at \(uri.absoluteString) did not answer within \(seconds) s; the report is dropped")))
+                    finish(.failure(timedOut(seconds: seconds, uri: uri)))
                 }
                 work.withLock { $0 = (delivery, timer) }
             }
@@ -112,6 +116,10 @@ package final class URLSessionReportSender: PinFailureReportSender {
             }
         } catch let error as PinFailureReportDeliveryError {
             throw error
+        } catch let error as URLError where error.code == .timedOut {
+            // The request's own timer may fire a moment before the deadline's: the same limit
+            // passed, so the same error.
+            throw PinFailureReportDeadline.timedOut(seconds: timeout, uri: uri)
         } catch {
             throw PinFailureReportDeliveryError(description: "the collector at \(uri.absoluteString) could not be reached: \((error as NSError).localizedDescription)")
         }

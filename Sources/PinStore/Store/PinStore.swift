@@ -328,8 +328,10 @@ public final class PinStore: Sendable {
     /// fallback and ``Configuration/policies``), without report-only or the domainsConfig
     /// relaxing a failure. An entry with `depth` d pins the certificate at position d.
     ///
-    /// This does not evaluate trust: pass the chain the normal trust evaluation validated, so
-    /// an issuer pin matches only a certificate that really issued the leaf. A chain with a
+    /// This does not evaluate trust, nor ATS's certificate minimums (key sizes, signature
+    /// digests), which the adapters check with trust, before the rules: pass the chain the normal
+    /// trust evaluation validated, so an issuer pin matches only a certificate that really issued
+    /// the leaf. A chain with a
     /// certificate that does not parse is `.untrusted`.
     ///
     /// Changed in issue 30: a host under Certificate Transparency enforcement (the signed

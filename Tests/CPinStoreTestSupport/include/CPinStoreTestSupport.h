@@ -12,7 +12,12 @@ size_t CPinStoreTestSupport_heapInUse(void);
 /// (`sin_len`, `SOCK_STREAM`'s type) and C spells them the same on both.
 int CPinStoreTestSupport_silentListener(int *port);
 
-/// Closes a descriptor from `CPinStoreTestSupport_silentListener`.
+/// A TCP socket bound to 127.0.0.1 at a port the kernel picks, never listening: connections to
+/// the port are refused, and no other process can take it while the descriptor is open.
+/// Returns the descriptor and sets `*port`, or -1.
+int CPinStoreTestSupport_closedPort(int *port);
+
+/// Closes a descriptor from `CPinStoreTestSupport_silentListener` or `_closedPort`.
 void CPinStoreTestSupport_close(int descriptor);
 
 #endif

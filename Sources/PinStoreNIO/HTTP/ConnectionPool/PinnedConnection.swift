@@ -217,10 +217,13 @@ final class PinnedConnection: Sendable {
                  gate: PinnedConnectionPool.WriteGate, onControl: @escaping @Sendable (PinnedRequestControl) -> Void) {
         switch protocolKind {
         case .http1(let handler):
-            onControl(Self.control(handler, receiver: receiver))
+            // The write is queued on the event loop before the control is handed over: a
+            // cancellation that arrives meanwhile queues its abort behind the write, where it
+            // finds the request running (queued ahead, it found nothing and was lost).
             channel.eventLoop.execute {
                 handler.value.execute(head: head, body: body, silenceTimeout: silenceTimeout, receiver: receiver, gate: gate)
             }
+            onControl(Self.control(handler, receiver: receiver))
         case .http2(let multiplexer, let connectionGuard, let streamEvents):
             let created = channel.eventLoop.makePromise(of: (any Channel).self)
             multiplexer.createStreamChannel(promise: created) { stream in

@@ -221,8 +221,8 @@ final class PinnedConnectionPool: Sendable {
                         "pinstore.host": "\(connection.key.host)",
                     ])
                     connection.close()
-                    state.connectFailures[connection.id] = .pinning(PinningFailure(host: connection.key.host, reason: .pinMismatch))
-                    return state.machine.connectionFailed(connection.id)
+                    return Self.connectionFailed(connection.id, .pinning(PinningFailure(host: connection.key.host, reason: .pinMismatch)),
+                                                 &state)
                 }
                 admission = generation
             }
@@ -233,10 +233,21 @@ final class PinnedConnectionPool: Sendable {
     }
 
     private func connectionFailed(_ id: Int, _ failure: PinnedHTTPFailure) {
-        modifyStateAndRunEffects { state in
-            state.connectFailures[id] = failure
-            return state.machine.connectionFailed(id)
+        modifyStateAndRunEffects { Self.connectionFailed(id, failure, &$0) }
+    }
+
+    /// The machine's actions for a failed connection; `failure` is kept only when a request
+    /// will fail with it. When none does (the requests that waited were cancelled or timed out
+    /// meanwhile, or the pool shut down), a failure kept "for later" stayed in the table for
+    /// the life of the pool, a mismatch report with it.
+    private static func connectionFailed(_ id: Int, _ failure: PinnedHTTPFailure, _ state: inout State) -> [PinnedConnectionPoolStateMachine.Action] {
+        let actions = state.machine.connectionFailed(id)
+        let delivered = actions.contains { action in
+            if case .failRequest(_, .connectionFailed(id)) = action { return true }
+            return false
         }
+        if delivered { state.connectFailures[id] = failure }
+        return actions
     }
 
     private func requestFinished(on id: Int, reusable: Bool) {
