@@ -36,13 +36,15 @@ import PinStoreSigning
                  status: status)
     }
 
-    static func evidence(_ checks: [SCTCheck], lifetimeDays: Int64 = 90) -> EmbeddedSCTEvidence {
-        EmbeddedSCTEvidence(checks: checks, leafNotBefore: notBefore, leafNotAfter: notBefore + lifetimeDays * 86_400)
+    /// A leaf whose notAfter is `lifetimeDays` days plus `plusSeconds` seconds after its notBefore.
+    static func evidence(_ checks: [SCTCheck], lifetimeDays: Int64 = 90, plusSeconds: Int64 = 0) -> EmbeddedSCTEvidence {
+        EmbeddedSCTEvidence(checks: checks, leafNotBefore: notBefore, leafNotAfter: notBefore + lifetimeDays * 86_400 + plusSeconds)
     }
 
     static func judge(_ profile: CertificateTransparencyProfile, _ checks: [SCTCheck], logs: Logs,
-                      lifetimeDays: Int64 = 90) -> CertificateTransparencyViolation? {
-        CTCompliance.violation(of: profile, evidence: evidence(checks, lifetimeDays: lifetimeDays), logs: logs.list, now: 1_790_000_000)
+                      lifetimeDays: Int64 = 90, plusSeconds: Int64 = 0) -> CertificateTransparencyViolation? {
+        CTCompliance.violation(of: profile, evidence: evidence(checks, lifetimeDays: lifetimeDays, plusSeconds: plusSeconds),
+                               logs: logs.list, now: 1_790_000_000)
     }
 
     static let twoOperators: [(operatorName: String, state: String, type: String?, stateTimestamp: Int64?)] =
@@ -78,6 +80,13 @@ import PinStoreSigning
         #expect(Self.judge(.chrome, two, logs: logs, lifetimeDays: 180) == nil)
         #expect(Self.judge(.chrome, two, logs: logs, lifetimeDays: 398)?.problem == .tooFewSCTs(required: 3, counted: 2))
         #expect(Self.judge(.chrome, two + [Self.check(logs.ids[2])], logs: logs, lifetimeDays: 398) == nil)
+    }
+
+    @Test func chromeMeasuresTheLifetimeAsNotAfterMinusNotBefore() throws {
+        let logs = try Logs(Self.twoOperators)
+        let two = [Self.check(logs.ids[0]), Self.check(logs.ids[1])]
+        #expect(Self.judge(.chrome, two, logs: logs, lifetimeDays: 180) == nil)
+        #expect(Self.judge(.chrome, two, logs: logs, lifetimeDays: 180, plusSeconds: 1)?.problem == .tooFewSCTs(required: 3, counted: 2))
     }
 
     @Test func anSCTWithABadSignatureDoesNotCount() throws {
@@ -148,6 +157,31 @@ import PinStoreSigning
         #expect(Self.judge(.apple, threeOfA, logs: logs, lifetimeDays: 398)?.problem == .tooFewSCTs(required: 3, counted: 2))
         #expect(Self.judge(.apple, [Self.check(logs.ids[0]), Self.check(logs.ids[1]), Self.check(logs.ids[3])], logs: logs,
                            lifetimeDays: 398) == nil)
+    }
+
+    @Test func appleCountsTheLifetimeFromNotBeforeThroughNotAfterInclusive() throws {
+        // notAfter exactly 180 days after notBefore: with its last second, 180 days and one second.
+        let logs = try Logs(Self.twoOperators)
+        let two = [Self.check(logs.ids[0]), Self.check(logs.ids[1])]
+        #expect(Self.judge(.apple, two, logs: logs, lifetimeDays: 180)?.problem == .tooFewSCTs(required: 3, counted: 2))
+        #expect(Self.judge(.apple, two + [Self.check(logs.ids[2])], logs: logs, lifetimeDays: 180) == nil)
+    }
+
+    @Test func appleAcceptsTwoSCTsForALeafOfExactly180DaysInclusive() throws {
+        let logs = try Logs(Self.twoOperators)
+        let two = [Self.check(logs.ids[0]), Self.check(logs.ids[1])]
+        #expect(Self.judge(.apple, two, logs: logs, lifetimeDays: 180, plusSeconds: -1) == nil)
+    }
+
+    @Test func appleNeedsOneSCTFromALogApprovedNow() throws {
+        // Both logs retired after their SCTs: each SCT counts, but neither log is approved now.
+        let logs = try Logs([("A", "retired", nil, 1_785_000_000), ("B", "retired", nil, 1_785_000_000)])
+        #expect(Self.judge(.apple, [Self.check(logs.ids[0]), Self.check(logs.ids[1])], logs: logs)?.problem == .noSCTFromCurrentLog)
+    }
+
+    @Test func appleAcceptsARetiredLogBesideALogApprovedNow() throws {
+        let logs = try Logs([("A", "usable", nil, nil), ("B", "retired", nil, 1_785_000_000)])
+        #expect(Self.judge(.apple, [Self.check(logs.ids[0]), Self.check(logs.ids[1])], logs: logs) == nil)
     }
 
     @Test func appleNeedsOneSCTFromAnRFC6962Log() throws {

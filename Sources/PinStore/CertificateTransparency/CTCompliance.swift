@@ -7,11 +7,20 @@ enum CTCompliance {
     /// 180 days: the lifetime up to which both profiles ask for 2 SCTs (3 above).
     static let shortLifetime: Int64 = 180 * 86_400
 
+    /// The SCTs a leaf needs under `profile`: 2 up to ``shortLifetime``, 3 above. The profiles
+    /// measure the lifetime differently. Chrome takes `notAfter - notBefore` (Chromium's
+    /// policy enforcer subtracts the two dates). Apple counts from `notBefore` through
+    /// `notAfter` inclusive (support.apple.com/103214), so the last second counts: a leaf whose
+    /// `notAfter` is exactly 180 days after its `notBefore` lives 180 days and one second.
+    static func requiredSCTs(_ profile: CertificateTransparencyProfile, leafNotBefore: Int64, leafNotAfter: Int64) -> Int {
+        let lifetime = leafNotAfter - leafNotBefore + (profile == .apple ? 1 : 0)
+        return lifetime <= shortLifetime ? 2 : 3
+    }
+
     /// nil when `evidence` complies with `profile` under `logs` at `now` (Unix seconds).
     static func violation(of profile: CertificateTransparencyProfile, evidence: EmbeddedSCTEvidence,
                           logs: CTLogList, now: Int64) -> CertificateTransparencyViolation? {
-        let lifetime = evidence.leafNotAfter - evidence.leafNotBefore
-        let required = lifetime <= shortLifetime ? 2 : 3
+        let required = requiredSCTs(profile, leafNotBefore: evidence.leafNotBefore, leafNotAfter: evidence.leafNotAfter)
         var unknown = 0
         // The SCTs that count, one per log (a second SCT from the same log adds nothing).
         var counted: [Digest32: (log: CTLogList.Log, timestamp: UInt64)] = [:]
@@ -41,16 +50,20 @@ enum CTCompliance {
             CertificateTransparencyViolation(problem: problem, sctsFromUnknownLogs: unknown, detail: detail)
         }
         let operators = Dictionary(grouping: counted.values) { $0.log.operatorName(atMilliseconds: $0.timestamp) }
+        // Both profiles count SCTs from logs approved once (retired before or after the SCT), but
+        // want one of them from a log approved now, so a leaf cannot live on retired logs alone.
+        let oneFromACurrentLog = counted.values.contains { isCurrent($0.log.state) }
         switch profile {
         case .chrome:
             guard counted.count >= required else { return fail(.tooFewSCTs(required: required, counted: counted.count)) }
-            guard counted.values.contains(where: { isCurrent($0.log.state) }) else { return fail(.noSCTFromCurrentLog) }
+            guard oneFromACurrentLog else { return fail(.noSCTFromCurrentLog) }
             guard operators.count >= 2 else { return fail(.tooFewOperators(required: 2, counted: operators.count)) }
         case .apple:
             // At most 1 SCT per operator counts toward 2, at most 2 toward 3.
             let perOperator = required - 1
             let total = operators.values.reduce(0) { $0 + min($1.count, perOperator) }
             guard total >= required else { return fail(.tooFewSCTs(required: required, counted: total)) }
+            guard oneFromACurrentLog else { return fail(.noSCTFromCurrentLog) }
             guard counted.values.contains(where: { $0.log.kind == .rfc6962 }) else { return fail(.noSCTFromRFC6962Log) }
         }
         return nil

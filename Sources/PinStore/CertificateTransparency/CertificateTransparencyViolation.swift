@@ -9,7 +9,8 @@ public struct CertificateTransparencyViolation: Sendable, Hashable, CustomString
         case tooFewSCTs(required: Int, counted: Int)
         /// The counted SCTs come from fewer distinct log operators than the profile needs.
         case tooFewOperators(required: Int, counted: Int)
-        /// Chrome: no counted SCT is from a log that is qualified, usable or read-only now.
+        /// No counted SCT is from a log that is qualified, usable or read-only now (both profiles:
+        /// SCTs from logs retired since count, but not on their own).
         case noSCTFromCurrentLog
         /// Apple: no counted SCT is from an RFC 6962 log.
         case noSCTFromRFC6962Log

@@ -7,7 +7,9 @@ import Foundation
 /// ``PinStoreError/Code/invalidListData`` past it), ``FingerprintListRequest/timeout``, and
 /// never follow a redirect to plain http. Transport failures throw
 /// ``PinStoreError/Code/network``. It returns non-2xx responses as they are; the store
-/// decides what they mean.
+/// decides what they mean. Its messages name ``FingerprintListRequest/document``; the store
+/// reports a refused body with the code of the document it asked for
+/// (``PinStoreError/Code/invalidKeyDocument`` for the key documents).
 public protocol FingerprintListFetcher: Sendable {
     /// Performs one GET request.
     func fetch(_ request: FingerprintListRequest) async throws(PinStoreError) -> FingerprintListResponse
@@ -25,14 +27,20 @@ public struct FingerprintListRequest: Sendable {
     public var maximumBodySize: Int
     /// Whether a plain-http URL on a loopback host is acceptable (development and tests).
     public var allowsLoopbackHTTP: Bool
+    /// What is downloaded, as the fetcher's messages name it: `"list"` or `"key documents"`.
+    /// The same fetcher downloads both, and an operator reading "the server announced a
+    /// 300000-byte list" about the key documents looks in the wrong place.
+    public var document: String
 
     /// Creates a request.
-    public init(url: URL, headers: [String: String] = [:], timeout: TimeInterval = 20, maximumBodySize: Int = 1 << 20, allowsLoopbackHTTP: Bool = false) {
+    public init(url: URL, headers: [String: String] = [:], timeout: TimeInterval = 20, maximumBodySize: Int = 1 << 20,
+                allowsLoopbackHTTP: Bool = false, document: String = "list") {
         self.url = url
         self.headers = headers
         self.timeout = timeout
         self.maximumBodySize = maximumBodySize
         self.allowsLoopbackHTTP = allowsLoopbackHTTP
+        self.document = document
     }
 }
 

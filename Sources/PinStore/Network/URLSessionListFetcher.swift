@@ -22,7 +22,7 @@ public struct URLSessionListFetcher: FingerprintListFetcher {
 
     public func fetch(_ request: FingerprintListRequest) async throws(PinStoreError) -> FingerprintListResponse {
         guard request.url.isAcceptableListURL(allowingLoopbackHTTP: request.allowsLoopbackHTTP) else {
-            throw PinStoreError(.network, "Refusing to fetch the list from \(request.url.absoluteString): the list URL must be https.")
+            throw PinStoreError(.network, "Refusing to fetch the \(request.document) from \(request.url.absoluteString): the URL must be https.")
         }
         var urlRequest = URLRequest(url: request.url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData, timeoutInterval: request.timeout)
         urlRequest.httpMethod = "GET"
@@ -77,7 +77,7 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
     }
 
     func cancel() {
-        fail(PinStoreError(.network, "The list download was cancelled."))
+        fail(PinStoreError(.network, "The \(request.document) download was cancelled."))
     }
 
     /// Records the first failure and cancels the transfer.
@@ -104,12 +104,12 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
         if let encoding = encodings.first {
             // `fail` cancels the task: FoundationNetworking on Linux ignores the disposition
             // below, and the transfer (and libcurl's inflating) would run on to the timeout.
-            fail(PinStoreError(.invalidListData, "The list server sent a \(encoding)-encoded body though an unencoded one was asked for (Accept-Encoding: identity); it is refused and its transfer cancelled at the headers, since the size it inflates to cannot be bounded. Serve the list without Content-Encoding."))
+            fail(PinStoreError(.invalidListData, "The \(request.document) server sent a \(encoding)-encoded body though an unencoded one was asked for (Accept-Encoding: identity); it is refused and its transfer cancelled at the headers, since the size it inflates to cannot be bounded. Serve the \(request.document) without Content-Encoding."))
             completionHandler(.cancel)
             return
         }
         if response.expectedContentLength > Int64(request.maximumBodySize) {
-            fail(PinStoreError(.invalidListData, "The server announced a \(response.expectedContentLength)-byte list; the limit is \(request.maximumBodySize) bytes."))
+            fail(PinStoreError(.invalidListData, "The server announced \(response.expectedContentLength) bytes of \(request.document); the limit is \(request.maximumBodySize) bytes."))
             completionHandler(.cancel)
             return
         }
@@ -129,7 +129,7 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
             return false
         }
         if tooLarge {
-            fail(PinStoreError(.invalidListData, "The list is larger than the \(request.maximumBodySize)-byte limit; stopped reading."))
+            fail(PinStoreError(.invalidListData, "The \(request.document) download is larger than the \(request.maximumBodySize)-byte limit; stopped reading."))
         }
     }
 
@@ -138,7 +138,7 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
         guard let target = newRequest.url, target.isAcceptableListURL(allowingLoopbackHTTP: request.allowsLoopbackHTTP) else {
             // Declining the redirect completes the task with the 3xx response; cancelling here
             // as well would make FoundationNetworking trap on Linux.
-            record(PinStoreError(.network, "The list server redirected to \(newRequest.url?.absoluteString ?? "an unknown URL"); only https redirects are followed."))
+            record(PinStoreError(.network, "The \(request.document) server redirected to \(newRequest.url?.absoluteString ?? "an unknown URL"); only https redirects are followed."))
             completionHandler(nil)
             return
         }
@@ -155,12 +155,12 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
             if let error {
                 let nsError = error as NSError
                 let reason = nsError.code == NSURLErrorTimedOut
-                    ? "The list download timed out after \(Int(request.timeout)) seconds."
-                    : "The list could not be downloaded: \(nsError.localizedDescription)"
+                    ? "The \(request.document) download timed out after \(Int(request.timeout)) seconds."
+                    : "The \(request.document) could not be downloaded: \(nsError.localizedDescription)"
                 return (continuation, .failure(PinStoreError(.network, reason)))
             }
             guard let http = task.response as? HTTPURLResponse else {
-                return (continuation, .failure(PinStoreError(.network, "The list server sent no HTTP response.")))
+                return (continuation, .failure(PinStoreError(.network, "The \(request.document) server sent no HTTP response.")))
             }
             var headers: [String: String] = [:]
             for (name, value) in http.allHeaderFields {

@@ -36,14 +36,23 @@ extension ListUpdater {
     /// ``PinStore/Configuration/keyDocumentURL`` it touches nothing.
     ///
     /// - Throws: what ``KeyChain/follow(from:documents:maximumSteps:)`` and
-    ///   ``KeyChain/checkNotExpired(_:at:)`` throw, and ``PinStoreError/Code/network`` when the
+    ///   ``KeyChain/checkNotExpired(_:at:)`` throw, ``PinStoreError/Code/invalidKeyDocument``
+    ///   when the download is too large or encoded, and ``PinStoreError/Code/network`` when the
     ///   documents cannot be downloaded. The list in force changes only when a new key set did
     ///   not sign it.
     func refreshKeys(at now: Date) async throws(PinStoreError) {
         guard let url = configuration.keyDocumentURL else { return }
         let request = FingerprintListRequest(url: url, timeout: configuration.requestTimeout,
-                                             maximumBodySize: KeyChain.maximumSize, allowsLoopbackHTTP: url.isLoopbackHTTP)
-        let response = try await fetcher.fetch(request)
+                                             maximumBodySize: KeyChain.maximumSize, allowsLoopbackHTTP: url.isLoopbackHTTP,
+                                             document: "key documents")
+        let response: FingerprintListResponse
+        do {
+            response = try await fetcher.fetch(request)
+        } catch where error.code == .invalidListData {
+            // A fetcher refuses a body (too large, compressed) with the list's code, since it
+            // serves both downloads; for the key documents the documented code is this one.
+            throw PinStoreError(.invalidKeyDocument, error.reason, file: error.file, line: error.line)
+        }
         guard (200..<300).contains(response.statusCode) else {
             throw PinStoreError(.network, "The key document server answered HTTP \(response.statusCode) for \(url.absoluteString).")
         }

@@ -21,15 +21,21 @@ struct ServeCommand: AsyncParsableCommand {
             responses of a server given k of its keys. A static list given in challenge mode is \
             served as a challenge-mode body stamped with the start time.
 
+            A static list must verify as apps verify it: with --key's public key, or with the key \
+            set apps configure (repeat --public-key) and --threshold.
+
             The list answers at /, /list.json and /<file name>; other paths get 404. The file is \
-            read again when it changes, so a re-signed list is served without a restart (a new \
-            version apps would refuse is reported and the previous one kept).
+            read again when it changes, so a re-signed list is served without a restart. A new \
+            version apps would refuse (one that does not verify with the key set, or a static \
+            list whose version is lower than the one served, or missing after one was served) is \
+            reported and the previous one kept.
 
             Listens on 127.0.0.1 only; --port 0 picks a free port. Prints the URL, logs each \
             request, and runs until interrupted (Ctrl-C) or terminated.
 
             Examples:
               pinstore serve --key list-signing.key.pem --list list.json --port 8080
+              pinstore serve --key a.key.pem --public-key a.pub.pem --public-key b.pub.pem --threshold 2 --list list.json
               pinstore serve --key list-signing.key.pem --list list.json --challenge-mode --port 0
               pinstore serve --key a.key.pem --key b.key.pem --list list.json --challenge-mode --port 0
               pinstore serve --key k.pem --list list.json --tls-cert localhost-chain.pem --tls-key localhost.key.pem --port 8443
@@ -47,6 +53,12 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Flag(help: "Sign every response over the client's challenge.")
     var challengeMode = false
+
+    @Option(help: "Static mode: a public key apps configure, inline or as a file; repeat for a key set. Lists are checked against these instead of --key's public key.")
+    var publicKey: [String] = []
+
+    @Option(help: "Static mode: how many distinct keys of the set (--public-key) must have signed the list.")
+    var threshold: Int = 1
 
     @Option(help: "A key document file (`pinstore keys`) to serve at /keys.json, beside the list. Read on every request, so a new version is published by replacing the file.")
     var keyDocuments: String?
@@ -69,6 +81,12 @@ struct ServeCommand: AsyncParsableCommand {
             // --key); the server adds none, so further keys would only look as if they did.
             throw ValidationError("Several --key sign challenge-mode responses; a static list is served as signed (sign it with several keys: pinstore sign --key a.pem --key b.pem).")
         }
+        if challengeMode, !publicKey.isEmpty || threshold != 1 {
+            throw ValidationError("--public-key and --threshold describe what a static list must be signed by; in challenge mode the server signs each response with --key.")
+        }
+        if threshold < 1 || threshold > max(publicKey.count, 1) {
+            throw ValidationError("--threshold \(threshold) needs between 1 and the \(max(publicKey.count, 1)) key(s) of the set (repeat --public-key).")
+        }
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError("--tls-cert and --tls-key go together.")
         }
@@ -77,9 +95,33 @@ struct ServeCommand: AsyncParsableCommand {
         }
     }
 
-    /// The responder for one version of the list file, its mode and its entry count; throws
-    /// when apps would refuse the file.
-    private func makeResponder(for fileBody: Data, signingKeys: [P256PrivateKey]) throws -> (ListServerResponder, String, Int) {
+    /// One version of the list file, ready to serve.
+    struct ServedList: Sendable {
+        let responder: ListServerResponder
+        /// The mode, for the start-up line.
+        let description: String
+        let entryCount: Int
+        /// The signed `version` of a static list (nil without one, and in challenge mode).
+        let version: Int64?
+    }
+
+    /// Why apps holding `previous` would refuse `next` as a rollback (the rule of
+    /// `ListAcceptance.checkRollback`), or nil. A lower version, or none after one, is refused;
+    /// serving it would leave every app on the previous list while the operator believes the
+    /// new one is out.
+    static func rollbackRefusal(previous: Int64?, next: Int64?) -> String? {
+        guard let previous else { return nil }
+        guard let next else {
+            return "it has no signed version, and the list served before has version \(previous): apps refuse it as a possible rollback (sign it with --list-version \(previous + 1))"
+        }
+        guard next >= previous else {
+            return "its version \(next) is lower than the \(previous) of the list served before: apps refuse it as a rollback (sign it with --list-version \(previous + 1))"
+        }
+        return nil
+    }
+
+    /// One version of the list file, ready to serve; throws when apps would refuse it.
+    private func makeResponder(for fileBody: Data, signingKeys: [P256PrivateKey], listKeys: [P256PublicKey]) throws -> ServedList {
         // validate() guarantees one key at least.
         guard let signingKey = signingKeys.first else { throw CLIError("Give at least one --key.") }
         let parsed: ListReadBack.List
@@ -98,15 +140,20 @@ struct ServeCommand: AsyncParsableCommand {
                 }
             }
             let description = signingKeys.count == 1 ? "challenge mode" : "challenge mode, signed by \(signingKeys.count) keys"
-            return (ListResponders.challengeList(body: body, signingKey: signingKey, additionalKeys: Array(signingKeys.dropFirst())),
-                    description, parsed.entries.count)
+            return ServedList(responder: ListResponders.challengeList(body: body, signingKey: signingKey, additionalKeys: Array(signingKeys.dropFirst())),
+                              description: description, entryCount: parsed.entries.count, version: nil)
         }
+        // As a store configured with this key set verifies it (whole-list signatures from
+        // `threshold` distinct keys of the set).
+        let verified: (entries: [FingerprintEntry], version: Int64?, expires: Int64?, timestamp: Int64?)
         do {
-            _ = try FingerprintList.verifiedEntries(staticList: fileBody, publicKey: try signingKey.publicKey)
+            verified = try KeyDocumentTools.verifyStaticList(fileBody, keys: listKeys, threshold: threshold)
         } catch {
-            throw CLIError("\(list) does not verify with the public key of \(key[0]); apps would refuse it (sign it with this key, or use --challenge-mode)", error)
+            let keys = publicKey.isEmpty ? "the public key of \(key[0])" : "\(threshold) of the \(listKeys.count) --public-key keys"
+            throw CLIError("\(list) does not verify with \(keys); apps would refuse it (sign it with these keys, or use --challenge-mode)", error)
         }
-        return (ListResponders.staticList(fileBody), "static mode", parsed.entries.count)
+        return ServedList(responder: ListResponders.staticList(fileBody), description: "static mode", entryCount: parsed.entries.count,
+                          version: verified.version)
     }
 
     /// The paths the list answers at: `/`, `/list.json` and `/<the list file's name>`.
@@ -117,27 +164,35 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let signingKeys = try key.map { try InputFiles.privateKey($0, passphraseFile: passphraseFile) }
+        // The key set apps verify a static list with: --public-key, else --key's public key.
+        let listKeys = try publicKey.isEmpty ? signingKeys.prefix(1).map { try $0.publicKey } : publicKey.map(InputFiles.publicKey)
         let fileBody = try InputFiles.data(list, what: "list file")
-        let (firstResponder, description, entryCount) = try makeResponder(for: fileBody, signingKeys: signingKeys)
+        let first = try makeResponder(for: fileBody, signingKeys: signingKeys, listKeys: listKeys)
+        let (description, entryCount) = (first.description, first.entryCount)
         // The list file is read again whenever it changes (size, modification time or inode):
         // a re-signed list is published without a restart. A new version apps would refuse is
         // reported and not served; the last good one stays.
         let listFile = list
-        let current = Locked((stamp: FileStamp(path: listFile), responder: firstResponder))
-        let rebuild: @Sendable (Data) throws -> ListServerResponder = { [self] body in try self.makeResponder(for: body, signingKeys: signingKeys).0 }
+        let current = Locked((stamp: FileStamp(path: listFile), list: first))
+        let rebuild: @Sendable (Data) throws -> ServedList = { [self] body in
+            try self.makeResponder(for: body, signingKeys: signingKeys, listKeys: listKeys)
+        }
         let responder: ListServerResponder = { request in
             let stamp = FileStamp(path: listFile)
-            let (changed, served) = current.withLock { ($0.stamp != stamp, $0.responder) }
-            guard changed else { return served(request) }
+            let (changed, served) = current.withLock { ($0.stamp != stamp, $0.list) }
+            guard changed else { return served.responder(request) }
             do {
                 let next = try rebuild(try InputFiles.data(listFile, what: "list file"))
+                if let refusal = Self.rollbackRefusal(previous: served.version, next: next.version) {
+                    throw CLIError(refusal)
+                }
                 current.withLock { $0 = (stamp, next) }
                 Console.print("reloaded \(listFile)")
-                return next(request)
+                return next.responder(request)
             } catch {
                 current.withLock { $0.stamp = stamp }   // report a bad version once
                 Console.printError("not serving the changed \(listFile), still serving the previous version: \(error)")
-                return served(request)
+                return served.responder(request)
             }
         }
         let tls: ListServerTLS?
