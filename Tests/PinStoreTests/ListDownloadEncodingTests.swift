@@ -24,8 +24,10 @@ extension PinStoreEndToEndTests {
     @Test func aGzipEncodedListIsRefusedUnreadAndThePinsInForceStay() async throws {
         let good = try StoreFixtures.list("static-good.json")
         // 65 KB that inflate to 64 MiB (Fixtures/make-hostile-fixtures.sh), sent whatever the
-        // request asked for, as a hostile server would.
-        let bomb = try TestResources.fixture("hostile/zeros-64MiB.gz")
+        // request asked for, as a hostile server would. scripts/list-download-bomb.sh passes a
+        // bigger one (PINSTORE_GZIP_BOMB) and measures the process's peak resident memory.
+        let bomb = try ProcessInfo.processInfo.environment["PINSTORE_GZIP_BOMB"].map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
+            ?? TestResources.fixture("hostile/zeros-64MiB.gz")
         let hostile = Locked(false)
         try await withServer({ _ in
             hostile.withLock { $0 }

@@ -11,7 +11,7 @@ import FoundationNetworking
 /// redirects are followed only to https (or loopback http when the request allows it).
 ///
 /// The body must come as it is (`Accept-Encoding: identity`); a compressed one is refused, and
-/// its transfer cancelled, as soon as its headers arrive (pieces already inflated are dropped). FoundationNetworking's libcurl inflates whatever encoding a
+/// its transfer ended, as soon as its headers arrive (pieces already inflated are dropped). FoundationNetworking's libcurl inflates whatever encoding a
 /// server names, as fast as it can and with no back-pressure, so a limit counted on what the
 /// delegate receives cannot bound it: one megabyte of gzip from a hostile server grew a
 /// process by gigabytes before the limit's cancellation landed. Lists are at most a few hundred
@@ -102,14 +102,15 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
             return trimmed.isEmpty || trimmed.lowercased() == "identity" ? nil : trimmed
         }
         if let encoding = encodings.first {
-            // `fail` cancels the task: FoundationNetworking on Linux ignores the disposition
-            // below, and the transfer (and libcurl's inflating) would run on to the timeout.
-            fail(PinStoreError(.invalidListData, "The \(request.document) server sent a \(encoding)-encoded body though an unencoded one was asked for (Accept-Encoding: identity); it is refused and its transfer cancelled at the headers, since the size it inflates to cannot be bounded. Serve the \(request.document) without Content-Encoding."))
+            // The `.cancel` disposition ends the transfer. Measured (scripts/list-download-bomb.sh,
+            // 1 GiB of zeros as gzip): the process peaks 33 MiB above a plain update; cancelling
+            // the task here as well made FoundationNetworking inflate the whole body (1.19 GB).
+            record(PinStoreError(.invalidListData, "The \(request.document) server sent a \(encoding)-encoded body though an unencoded one was asked for (Accept-Encoding: identity); it is refused and its transfer ended at the headers, since the size it inflates to cannot be bounded. Serve the \(request.document) without Content-Encoding."))
             completionHandler(.cancel)
             return
         }
         if response.expectedContentLength > Int64(request.maximumBodySize) {
-            fail(PinStoreError(.invalidListData, "The server announced \(response.expectedContentLength) bytes of \(request.document); the limit is \(request.maximumBodySize) bytes."))
+            record(PinStoreError(.invalidListData, "The server announced \(response.expectedContentLength) bytes of \(request.document); the limit is \(request.maximumBodySize) bytes."))
             completionHandler(.cancel)
             return
         }
