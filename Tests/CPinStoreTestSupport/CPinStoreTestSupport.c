@@ -16,7 +16,9 @@ size_t CPinStoreTestSupport_heapInUse(void) {
 #endif
 }
 
-int CPinStoreTestSupport_silentListener(int *port) {
+/// A TCP socket bound to 127.0.0.1 at a port the kernel picks, listening with `backlog` (or not
+/// at all when it is 0). Returns the descriptor and sets `*port`, or -1.
+static int loopbackSocket(int *port, int backlog) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) return -1;
     struct sockaddr_in address;
@@ -25,7 +27,7 @@ int CPinStoreTestSupport_silentListener(int *port) {
     address.sin_addr.s_addr = inet_addr("127.0.0.1");
     address.sin_port = 0;
     socklen_t length = sizeof address;
-    if (bind(fd, (struct sockaddr *)&address, sizeof address) != 0 || listen(fd, 16) != 0
+    if (bind(fd, (struct sockaddr *)&address, sizeof address) != 0 || (backlog > 0 && listen(fd, backlog) != 0)
         || getsockname(fd, (struct sockaddr *)&address, &length) != 0) {
         close(fd);
         return -1;
@@ -34,23 +36,13 @@ int CPinStoreTestSupport_silentListener(int *port) {
     return fd;
 }
 
+int CPinStoreTestSupport_silentListener(int *port) {
+    return loopbackSocket(port, 16);
+}
+
 int CPinStoreTestSupport_closedPort(int *port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return -1;
-    struct sockaddr_in address;
-    memset(&address, 0, sizeof address);
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = inet_addr("127.0.0.1");
-    address.sin_port = 0;
-    socklen_t length = sizeof address;
     // Bound, never listening: a connection is refused, and nobody else can bind the port.
-    if (bind(fd, (struct sockaddr *)&address, sizeof address) != 0
-        || getsockname(fd, (struct sockaddr *)&address, &length) != 0) {
-        close(fd);
-        return -1;
-    }
-    *port = ntohs(address.sin_port);
-    return fd;
+    return loopbackSocket(port, 0);
 }
 
 void CPinStoreTestSupport_close(int descriptor) {

@@ -78,6 +78,18 @@ import Testing
         URL(string: "https://localhost:\(server.port)\(path)")!
     }
 
+    /// Requests `/slow` (which never answers), cancels the request once the server has it, and
+    /// returns the URLError it ended with.
+    func cancelOnceTheServerHasIt(_ subject: Subject, _ server: TestServer, _ index: Int) async -> URLError? {
+        let seen = server.requests.withLock { $0.count }
+        let request = Task { try await subject.session.data(from: url(server, "/slow?request=\(index)")) }
+        for _ in 0..<1_000 where server.requests.withLock({ $0.count }) == seen {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        request.cancel()
+        return await failure { _ = try await request.value }
+    }
+
     @Test func successfulAsyncRequestsLeaveNothingAlive() async throws {
         let server = try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
         defer { Task { await server.shutdown() } }
@@ -152,15 +164,7 @@ import Testing
         defer { Task { await server.shutdown() } }
         let subject = try subject()
         try await expectNoLeak(subject) { index in
-            // `/slow` never answers: the request is cancelled once the server has it.
-            let seen = server.requests.withLock { $0.count }
-            let request = Task { try await subject.session.data(from: url(server, "/slow?request=\(index)")) }
-            for _ in 0..<1_000 where server.requests.withLock({ $0.count }) == seen {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            request.cancel()
-            let error = await failure { _ = try await request.value }
-            #expect(error?.code == .cancelled)
+            #expect(await cancelOnceTheServerHasIt(subject, server, index)?.code == .cancelled)
         }
     }
 
@@ -169,14 +173,7 @@ import Testing
         defer { Task { await server.shutdown() } }
         let subject = try subject()
         try await expectNoLeak(subject) { index in
-            let seen = server.requests.withLock { $0.count }
-            let request = Task { try await subject.session.data(from: url(server, "/slow?request=\(index)")) }
-            for _ in 0..<1_000 where server.requests.withLock({ $0.count }) == seen {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            request.cancel()
-            let error = await failure { _ = try await request.value }
-            #expect(error?.code == .cancelled)
+            #expect(await cancelOnceTheServerHasIt(subject, server, index)?.code == .cancelled)
         }
     }
 

@@ -22,14 +22,19 @@ import Testing
         return configuration
     }
 
+    /// The team's server: the list and `/keys.json` as `served` holds them now.
+    static func server(_ served: Served) async throws -> ListServer {
+        try await ListServer.start(responder: ListResponders.withKeyDocuments({ served.keys.withLock { $0 } }) { _ in
+            ListServerResponse(status: 200, headers: [("Content-Type", "application/json")], body: served.list.withLock { $0 })
+        })
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func aWorkerAdoptingTheRotationFromTheFolderDropsTheLeakedListAndBothTakeTheTeamsNextLists() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         let ring = try KeyRing(count: 2)
         let served = Served()
-        let server = try await ListServer.start(responder: ListResponders.withKeyDocuments({ served.keys.withLock { $0 } }) { _ in
-            ListServerResponse(status: 200, headers: [("Content-Type", "application/json")], body: served.list.withLock { $0 })
-        })
+        let server = try await Self.server(served)
         do {
             let clock = ManualClock.inValidPeriod()
             let configuration = try Self.configuration(ring, server: server, directory: directory.url)
@@ -92,9 +97,7 @@ import Testing
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         let ring = try KeyRing(count: 2)
         let served = Served()
-        let server = try await ListServer.start(responder: ListResponders.withKeyDocuments({ served.keys.withLock { $0 } }) { _ in
-            ListServerResponse(status: 200, headers: [("Content-Type", "application/json")], body: served.list.withLock { $0 })
-        })
+        let server = try await Self.server(served)
         do {
             let clock = ManualClock.inValidPeriod()
             let configuration = try Self.configuration(ring, server: server, directory: directory.url)

@@ -197,66 +197,79 @@ private func median(_ values: [Double]) -> Double {
 }
 
 /// Pinned versus normal-verification-only connections, and the pin evaluation alone.
-func handshakeBenchmarkRows(connectionsPerSample: Int = 300, samples: Int = 7) throws -> [Row] {
-    // One thread for the server, one for the clients: the two sides of each handshake overlap as
-    // they would across machines, and neither waits for the other's thread.
+/// The loopback server and the client side every handshake measurement shares: one thread for
+/// the server, one for the clients (the two sides of each handshake overlap as they would across
+/// machines, and neither waits for the other's thread), and one TLSConfiguration for both
+/// clients: the fixture root as the only trust root, certificateVerification .fullVerification
+/// (the default). swift-nio-ssl never sets a client session (no SSL_set_session), so every
+/// connection is a full handshake.
+private final class LoopbackHandshakes {
     let serverGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    defer {
+    let server: any Channel
+    let port: Int
+    let context: NIOSSLContext
+    let trustRoots: TrustRoots
+
+    init() throws {
+        server = try startServer(group: serverGroup)
+        guard let port = server.localAddress?.port else { throw HandshakeBenchmarkError.noPort }
+        self.port = port
+        let rootPEM = try fixtureText("pki/root-ca.pem")
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(rootPEM.utf8)))
+        context = try NIOSSLContext(configuration: tls)
+        trustRoots = .anchors(try X509Certificate.certificates(pem: rootPEM))
+    }
+
+    func shutdown() {
+        try? server.close().wait()
         try? clientGroup.syncShutdownGracefully()
         try? serverGroup.syncShutdownGracefully()
     }
-    let server = try startServer(group: serverGroup)
-    defer { try? server.close().wait() }
-    guard let port = server.localAddress?.port else { throw HandshakeBenchmarkError.noPort }
 
-    // The same TLSConfiguration for both clients: the fixture root as the only trust root,
-    // certificateVerification .fullVerification (the default). swift-nio-ssl never sets a client
-    // session (no SSL_set_session), so every connection is a full handshake.
-    let rootPEM = try fixtureText("pki/root-ca.pem")
-    var tls = TLSConfiguration.makeClientConfiguration()
-    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(rootPEM.utf8)))
-    let context = try NIOSSLContext(configuration: tls)
+    /// A store whose fallback is `fallback` (the fixture list pinning localhost by default).
+    func store(identifier: String, fallback: Data? = nil) throws -> PinStore {
+        try PinStore(configuration: .init(serviceURL: URL(string: "https://pins.bench.pinstore.test/list.json")!,
+                                          publicKey: try fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
+                                          identifier: identifier,
+                                          fallbackData: try fallback ?? Data(fixtureText("lists/static-good.json").utf8),
+                                          storageDirectory: scratchDirectory()),
+                     fetcher: FixedFetcher(body: Data()))
+    }
 
-    let store = try PinStore(configuration: .init(serviceURL: URL(string: "https://pins.bench.pinstore.test/list.json")!,
-                                                  publicKey: try fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
-                                                  identifier: "handshake",
-                                                  fallbackData: Data(try fixtureText("lists/static-good.json").utf8),
-                                                  storageDirectory: scratchDirectory()),
-                             fetcher: FixedFetcher(body: Data()))
-    let trustRoots = TrustRoots.anchors(try X509Certificate.certificates(pem: rootPEM))
+    /// Connections through `verifier` (pinned), or through swift-nio-ssl's verification alone.
+    func client(_ verifier: PinningTLSVerifier?,
+                onDecision: (@Sendable (PinningDecision) -> Void)? = nil) -> LoopbackClient {
+        let context = self.context
+        return LoopbackClient(group: clientGroup, port: port) {
+            guard let verifier else { return try NIOSSLClientHandler(context: context, serverHostname: "localhost") }
+            return try verifier.makeClientHandler(context: context, serverHostname: "localhost", onDecision: onDecision)
+        }
+    }
+}
+
+func handshakeBenchmarkRows(connectionsPerSample: Int = 300, samples: Int = 7) throws -> [Row] {
+    let loopback = try LoopbackHandshakes()
+    defer { loopback.shutdown() }
+    let store = try loopback.store(identifier: "handshake")
+    let trustRoots = loopback.trustRoots
     let verifier = PinningTLSVerifier(store: store, trustRoots: trustRoots)
-
-    let pinned = LoopbackClient(group: clientGroup, port: port) {
-        try verifier.makeClientHandler(context: context, serverHostname: "localhost")
-    }
-    let baseline = LoopbackClient(group: clientGroup, port: port) {
-        try NIOSSLClientHandler(context: context, serverHostname: "localhost")
-    }
+    let pinned = loopback.client(verifier)
+    let baseline = loopback.client(nil)
 
     // Sanity: every pinned connection is allowed by the pin check, and the callback runs on each
     // one (a resumed session would skip it), so each is a full handshake.
     let decisions = DecisionLog()
-    let checked = LoopbackClient(group: clientGroup, port: port) {
-        try verifier.makeClientHandler(context: context, serverHostname: "localhost",
-                                       onDecision: { decision in decisions.allowed.withLock { $0.append(decision.isAllowed) } })
-    }
+    let checked = loopback.client(verifier, onDecision: { decision in decisions.allowed.withLock { $0.append(decision.isAllowed) } })
     _ = try checked.sequential(20)
     let seen = decisions.allowed.withLock { $0 }
     guard seen.count == 20, seen.allSatisfy({ $0 }) else {
         throw HandshakeBenchmarkError.check("expected 20 allowed pinned handshakes, saw \(seen)")
     }
     // And a store pinning nothing for localhost must refuse: the pinned path really pins.
-    let emptyStore = try PinStore(configuration: .init(serviceURL: URL(string: "https://pins.bench.pinstore.test/list.json")!,
-                                                       publicKey: try fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
-                                                       identifier: "handshake-empty",
-                                                       fallbackData: Data(#"{"fingerprints":[]}"#.utf8),
-                                                       storageDirectory: scratchDirectory()),
-                                  fetcher: FixedFetcher(body: Data()))
-    let refusing = PinningTLSVerifier(store: emptyStore, trustRoots: trustRoots)
-    let refused = LoopbackClient(group: clientGroup, port: port) {
-        try refusing.makeClientHandler(context: context, serverHostname: "localhost")
-    }
+    let emptyStore = try loopback.store(identifier: "handshake-empty", fallback: Data(#"{"fingerprints":[]}"#.utf8))
+    let refused = loopback.client(PinningTLSVerifier(store: emptyStore, trustRoots: trustRoots))
     if (try? refused.sequential(1)) != nil {
         throw HandshakeBenchmarkError.check("a store without a pin for localhost accepted the connection")
     }
@@ -330,36 +343,11 @@ func handshakeBenchmarkRows(connectionsPerSample: Int = 300, samples: Int = 7) t
 /// alone, server and client in this process; prints the resident samples after 1,000, after
 /// 10,000 and at the end.
 func soakHandshakesChild(mode: String, handshakes: Int) throws {
-    let serverGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    defer {
-        try? clientGroup.syncShutdownGracefully()
-        try? serverGroup.syncShutdownGracefully()
-    }
-    let server = try startServer(group: serverGroup)
-    defer { try? server.close().wait() }
-    guard let port = server.localAddress?.port else { throw HandshakeBenchmarkError.noPort }
-    let rootPEM = try fixtureText("pki/root-ca.pem")
-    var tls = TLSConfiguration.makeClientConfiguration()
-    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(rootPEM.utf8)))
-    let context = try NIOSSLContext(configuration: tls)
-    let client: LoopbackClient
-    if mode == "pinned" {
-        let store = try PinStore(configuration: .init(serviceURL: URL(string: "https://pins.bench.pinstore.test/list.json")!,
-                                                      publicKey: try fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
-                                                      identifier: "handshake-soak",
-                                                      fallbackData: Data(try fixtureText("lists/static-good.json").utf8),
-                                                      storageDirectory: scratchDirectory()),
-                                 fetcher: FixedFetcher(body: Data()))
-        let verifier = PinningTLSVerifier(store: store, trustRoots: .anchors(try X509Certificate.certificates(pem: rootPEM)))
-        client = LoopbackClient(group: clientGroup, port: port) {
-            try verifier.makeClientHandler(context: context, serverHostname: "localhost")
-        }
-    } else {
-        client = LoopbackClient(group: clientGroup, port: port) {
-            try NIOSSLClientHandler(context: context, serverHostname: "localhost")
-        }
-    }
+    let loopback = try LoopbackHandshakes()
+    defer { loopback.shutdown() }
+    let client = loopback.client(mode == "pinned"
+        ? PinningTLSVerifier(store: try loopback.store(identifier: "handshake-soak"), trustRoots: loopback.trustRoots)
+        : nil)
     /// In chains of at most 1,000, so no future chain grows with the run.
     func connect(_ count: Int) throws {
         var left = count

@@ -293,10 +293,10 @@ final class ListUpdater: Sendable {
         do {
             try await refreshKeys(at: now)
             let saveError = try apply(try await download(), now: now)
-            logger.info("fingerprint list updated", metadata: ["identifier": "\(configuration.identifier)"])
+            logger.info("fingerprint list updated", metadata: ["pinstore.identifier": "\(configuration.identifier)"])
             return PinStore.UpdateReport(result: .ok, error: nil, saveError: saveError)
         } catch {
-            logger.warning("fingerprint list update failed", metadata: ["reason": "\(error)", "identifier": "\(configuration.identifier)"])
+            logger.warning("fingerprint list update failed", metadata: ["pinstore.reason": "\(error)", "pinstore.identifier": "\(configuration.identifier)"])
             return PinStore.UpdateReport(result: error.updateResult, error: error)
         }
     }
@@ -357,7 +357,7 @@ final class ListUpdater: Sendable {
                 // The verified list is still good for this process; only persistence failed. A
                 // restart would bring the older file back, so say so loudly and count it.
                 metrics.saveFailures.increment()
-                logger.error("could not save the fingerprint list; it is in force in this process only", metadata: ["reason": "\(error)"])
+                logger.error("could not save the fingerprint list; it is in force in this process only", metadata: ["pinstore.reason": "\(error)"])
                 return error
             }
         }
@@ -398,7 +398,7 @@ final class ListUpdater: Sendable {
                 nextUpdate = next
             }
         } catch {
-            logger.warning("ignoring the stored fingerprint list", metadata: ["reason": "\(error)", "file": "\(file.url.path)"])
+            logger.warning("ignoring the stored fingerprint list", metadata: ["pinstore.reason": "\(error)", "pinstore.file": "\(file.url.path)"])
         }
     }
 
@@ -427,11 +427,11 @@ final class ListUpdater: Sendable {
                 var next = min(Date(timeIntervalSince1970: persisted.nextUpdate), now.addingTimeInterval(configuration.periodicUpdateInterval))
                 if let listExpires = trusted.inForce?.list.expires { next = min(next, Date(timeIntervalSince1970: TimeInterval(listExpires))) }
                 nextUpdate = next
-                logger.info("adopted the newer fingerprint list another process saved", metadata: ["entries": "\(valid.count)", "identifier": "\(configuration.identifier)"])
+                logger.info("adopted the newer fingerprint list another process saved", metadata: ["pinstore.entries": "\(valid.count)", "pinstore.identifier": "\(configuration.identifier)"])
                 return true
             }
         } catch {
-            logger.debug("not adopting the stored fingerprint list", metadata: ["reason": "\(error)"])
+            logger.debug("not adopting the stored fingerprint list", metadata: ["pinstore.reason": "\(error)"])
             return false
         }
     }
