@@ -19,6 +19,10 @@ let package = Package(
         // Making signed lists and key documents (the server side of the core's verifier), for
         // teams that sign from their own Swift code. The runtime products above never link it.
         .library(name: "PinStoreSigning", targets: ["PinStoreSigning"]),
+        // The publishing half: a long-lived service that watches partners over TLS and keeps the
+        // signed list ahead of their certificate rotations (`pinstore publish`). Tooling, like the
+        // signing product: the runtime products never link it.
+        .library(name: "PinStorePublisher", targets: ["PinStorePublisher"]),
         // For the users' own tests (XCTest or Swift Testing): a throwaway PKI and list-signing key,
         // signed fixture lists, loopback list and HTTPS servers, a store configured against them.
         .library(name: "PinStoreTesting", targets: ["PinStoreTesting"]),
@@ -76,6 +80,22 @@ let package = Package(
                 "PinStore",
                 "COpenSSL",
                 "CPinStoreShims",
+            ]
+        ),
+        // The publisher: publication file, partner probes, the rules before anything is published,
+        // vantage points and approvals, atomic publication. NIO here is only for its TLS probe (the
+        // publisher is tooling, like the CLI; servers never link it).
+        .target(
+            name: "PinStorePublisher",
+            dependencies: [
+                "PinStore",
+                "PinStoreSigning",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .target(
@@ -138,6 +158,7 @@ let package = Package(
             dependencies: [
                 "PinStore",
                 "PinStoreSigning",
+                "PinStorePublisher",
                 "PinStoreNIO",
                 "PinStoreDevServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -212,6 +233,15 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "PinStorePublisherTests",
+            dependencies: [
+                "PinStore", "PinStoreSigning", "PinStorePublisher", "PinStoreTesting", "PinStoreTestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(
