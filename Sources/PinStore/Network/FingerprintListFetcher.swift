@@ -78,6 +78,12 @@ extension URL {
         scheme?.lowercased() == "http" && hasLoopbackHost
     }
 
+    /// A `file:` URL naming an absolute path: where a fleet's own channel delivers the list
+    /// (``FileListFetcher``).
+    var isAbsoluteFileURL: Bool {
+        isFileURL && path.hasPrefix("/")
+    }
+
     /// https anywhere, or http on a loopback host when that is allowed.
     func isAcceptableListURL(allowingLoopbackHTTP: Bool) -> Bool {
         switch scheme?.lowercased() {

@@ -29,7 +29,9 @@ extension PinStore {
     /// ```
     public struct Configuration: Sendable {
         /// Where the signed list is served. Must be https (plain http only on a loopback host,
-        /// for development and tests: the list is signed, so everything but TLS is exercised).
+        /// for development and tests: the list is signed, so everything but TLS is exercised),
+        /// or a `file:` URL for a list a fleet delivers as a file (``FileListFetcher``; static
+        /// mode only, since a file cannot answer a challenge).
         public var serviceURL: URL
         /// The list-signing public key: Base64 of the X9.63 P-256 point, or a PEM/DER SPKI.
         public var publicKey: String
@@ -132,6 +134,10 @@ extension PinStore {
         /// a private CA) are checked for CT too. Default false: as browsers exempt locally
         /// trusted roots, such chains are skipped (counted as `skipped`); private CAs do not log.
         public var certificateTransparencyForPrivateAnchors: Bool = false
+        /// How often, in seconds, ``PinStore/run()`` looks whether a `file:` list or key
+        /// document file changed (one `stat` each), and updates at once when it did. Default 10;
+        /// at least 0.1. Unused for https lists. Set it after `init`.
+        public var listFileCheckInterval: TimeInterval = 10
 
         /// Whether a static list must carry a whole-list signature: ``requireListSignature``, or
         /// any Certificate Transparency setting, since only that signature covers the list's CT
@@ -194,8 +200,14 @@ extension PinStore {
         }
 
         func validated() throws(PinStoreError) -> (ListKeySet, PinIndex, StaticPins) {
-            guard serviceURL.isAcceptableListURL(allowingLoopbackHTTP: true) else {
-                throw PinStoreError(.invalidConfiguration, "serviceURL \(serviceURL.absoluteString) must be https (plain http is allowed only for a loopback host).")
+            guard serviceURL.isAcceptableListURL(allowingLoopbackHTTP: true) || serviceURL.isAbsoluteFileURL else {
+                throw PinStoreError(.invalidConfiguration, "serviceURL \(serviceURL.absoluteString) must be https (plain http is allowed only for a loopback host), or a file: URL with an absolute path.")
+            }
+            if serviceURL.isFileURL, useChallenge {
+                throw PinStoreError(.invalidConfiguration, "serviceURL \(serviceURL.absoluteString) is a file, which cannot answer a challenge: a file-delivered list is a static list (useChallenge false, signed with `pinstore sign`).")
+            }
+            guard listFileCheckInterval.isFinite, listFileCheckInterval >= 0.1 else {
+                throw PinStoreError(.invalidConfiguration, "listFileCheckInterval must be at least 0.1 seconds.")
             }
             let key: P256PublicKey
             do {
@@ -217,8 +229,8 @@ extension PinStore {
             } catch {
                 throw PinStoreError(.invalidConfiguration, "publicKey, additionalPublicKeys, signatureThreshold, trustedKeyVersion: \(error.reason)")
             }
-            if let keyDocumentURL, !keyDocumentURL.isAcceptableListURL(allowingLoopbackHTTP: true) {
-                throw PinStoreError(.invalidConfiguration, "keyDocumentURL \(keyDocumentURL.absoluteString) must be https (plain http is allowed only for a loopback host).")
+            if let keyDocumentURL, !keyDocumentURL.isAcceptableListURL(allowingLoopbackHTTP: true), !keyDocumentURL.isAbsoluteFileURL {
+                throw PinStoreError(.invalidConfiguration, "keyDocumentURL \(keyDocumentURL.absoluteString) must be https (plain http is allowed only for a loopback host), or a file: URL with an absolute path.")
             }
             guard !identifier.isEmpty, identifier.count <= 100,
                   identifier.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII || "._-".unicodeScalars.contains($0) }),

@@ -200,12 +200,14 @@ public final class PinStore: Sendable {
         var expires: Int64? = nil
     }
 
-    /// Creates a store, loading (and re-verifying) any list saved by an earlier run.
+    /// Creates a store, loading (and re-verifying) any list saved by an earlier run. It
+    /// downloads https lists with ``URLSessionListFetcher`` and reads `file:` lists with
+    /// ``FileListFetcher``.
     ///
     /// - Throws: ``PinStoreError/Code/invalidConfiguration`` when the configuration cannot
     ///   work: a public key that does not parse, a malformed fallback list, a non-https URL.
     public convenience init(configuration: Configuration, logger: Logger? = nil) throws(PinStoreError) {
-        try self.init(configuration: configuration, fetcher: URLSessionListFetcher(), logger: logger)
+        try self.init(configuration: configuration, fetcher: DefaultListFetcher(), logger: logger)
     }
 
     /// Creates a store that downloads through `fetcher`.

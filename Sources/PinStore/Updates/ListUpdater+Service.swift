@@ -18,15 +18,23 @@ extension ListUpdater: Service {
     /// The loop behind ``run()``; returns when its task is cancelled.
     func runSchedule() async {
         var lastAttempt: Date?
+        // A list (or key documents) a fleet delivers as files: a change is noticed within
+        // listFileCheckInterval, and read at once. Nil before the first look, so a store that
+        // starts reads the files whatever its store file says (they may have changed meanwhile).
+        let watchedFiles = [configuration.serviceURL, configuration.keyDocumentURL].compactMap { $0 }.filter(\.isFileURL)
+        var filesAtLastAttempt: [FileListFetcher.FileIdentity?]?
         while !Task.isCancelled {
             let now = clock.now()
             hooks.withLock { $0 }.refreshGauges(now)
             var due = nextUpdateDate
+            let files = watchedFiles.map(FileListFetcher.identity(of:))
+            if !watchedFiles.isEmpty, files != filesAtLastAttempt { due = min(due, now) }
             // At most one scheduled attempt a second, whatever a list's dates say.
             if let lastAttempt { due = max(due, lastAttempt.addingTimeInterval(Self.minimumScheduledInterval)) }
             if now < due {
                 // Wake at least once a minute to refresh the age gauge.
-                let wake = min(due, now.addingTimeInterval(Self.gaugeRefreshInterval))
+                var wake = min(due, now.addingTimeInterval(Self.gaugeRefreshInterval))
+                if !watchedFiles.isEmpty { wake = min(wake, now.addingTimeInterval(configuration.listFileCheckInterval)) }
                 do {
                     try await clock.sleep(until: wake)
                 } catch {
@@ -35,6 +43,7 @@ extension ListUpdater: Service {
                 continue
             }
             lastAttempt = now
+            filesAtLastAttempt = files
             guard let report = await scheduledUpdate() else { return }
             if report.result != .ok {
                 logger.debug("scheduled fingerprint list update failed; backing off", metadata: [
