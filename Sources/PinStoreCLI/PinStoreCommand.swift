@@ -19,6 +19,7 @@ struct PinStoreCommand: AsyncParsableCommand {
         version: PinStoreVersion.current,
         subcommands: [
             KeygenCommand.self,
+            PublicKeyCommand.self,
             FingerprintCommand.self,
             SignCommand.self,
             KeysCommand.self,

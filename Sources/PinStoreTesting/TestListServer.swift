@@ -72,6 +72,21 @@ public final class TestListServer: Sendable {
         responder.withLock { $0 = next }
     }
 
+    /// Serves `body` as it is from now on, in static mode (no signing, no timestamp): a list
+    /// made elsewhere (a file the team's pipeline signed), or a tampered or truncated one, for a
+    /// test that the store refuses it and keeps its pins.
+    ///
+    /// ```swift
+    /// var tampered = try key.signedStaticList(list)
+    /// tampered[tampered.count / 2] ^= 1
+    /// server.publish(body: tampered)
+    /// #expect(await store.update(mode: .forced) != .ok)
+    /// ```
+    public func publish(body: Data) {
+        let next = ListResponders.staticList(body)
+        responder.withLock { $0 = next }
+    }
+
     /// Requests received so far.
     public var requestCount: Int { server.requestCount }
 

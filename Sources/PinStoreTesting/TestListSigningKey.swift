@@ -70,6 +70,18 @@ public struct TestListSigningKey: Sendable {
         self.publicKey = try key.publicKey
     }
 
+    /// The team's own key from its PEM text (PKCS#8 or SEC 1, encrypted when `passphrase` is
+    /// given), so a test can sign fixture lists with the key the app ships the public half of.
+    ///
+    /// ```swift
+    /// let key = try TestListSigningKey(pem: String(contentsOf: fixtures.appendingPathComponent("list-signing.key.pem"), encoding: .utf8))
+    /// ```
+    public init(pem: String, passphrase: String? = nil) throws(PinStoreError) {
+        let key = try P256PrivateKey(pem: pem, passphrase: passphrase)
+        self.privateKey = key
+        self.publicKey = try key.publicKey
+    }
+
     /// The public key as `PinStore.Configuration.publicKey` takes it: Base64 of the X9.63 point.
     public var publicKeyBase64: String { publicKey.x963Representation.base64EncodedString() }
 

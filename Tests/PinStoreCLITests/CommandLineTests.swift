@@ -20,7 +20,7 @@ struct CommandLineTests {
 
     // MARK: Help and errors
 
-    @Test(arguments: ["keygen", "fingerprint", "sign", "keys", "verify", "serve", "demo", "policies"])
+    @Test(arguments: ["keygen", "public-key", "fingerprint", "sign", "keys", "verify", "serve", "demo", "policies"])
     func helpShowsAnExample(command: String) async throws {
         let result = try await PinstoreBinary.run([command, "--help"])
         #expect(result.status == 0)
@@ -30,7 +30,7 @@ struct CommandLineTests {
 
     /// The argument parser wraps help text at 80 columns; a line break written inside a
     /// paragraph would leave a short line in the middle of it ("each / file, the / leaf").
-    @Test(arguments: ["keygen", "fingerprint", "sign", "keys", "verify", "serve", "demo", "policies", "reports"])
+    @Test(arguments: ["keygen", "public-key", "fingerprint", "sign", "keys", "verify", "serve", "demo", "policies", "reports"])
     func helpParagraphsHaveNoHardLineBreaks(command: String) async throws {
         let result = try await PinstoreBinary.run([command, "--help"])
         let discussion = result.stdout.components(separatedBy: "\n\n").dropFirst()   // after OVERVIEW
@@ -78,6 +78,29 @@ struct CommandLineTests {
         try #require(sign.status == 0, "\(sign.stderr)")
         let verify = try await PinstoreBinary.run(["verify", list, "--public-key", publicKey])
         #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+    }
+
+    @Test func publicKeyPrintsAgainWhatKeygenPrinted() async throws {
+        let directory = try TestResources.temporaryDirectory()
+        let key = directory.appendingPathComponent("key.pem").path
+        let keygen = try await PinstoreBinary.run(["keygen", "--out", key])
+        try #require(keygen.status == 0, "\(keygen.stderr)")
+        let lines = keygen.stdout.split(separator: "\n").map(String.init)
+        let marker = try #require(lines.firstIndex { $0.hasPrefix("public key (Base64 X9.63") })
+
+        let again = try await PinstoreBinary.run(["public-key", key, "--format", "base64"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout == lines[marker + 1] + "\n")
+    }
+
+    @Test func publicKeyOfAFileThatIsNoKeyFailsWithOneLine() async throws {
+        let directory = try TestResources.temporaryDirectory()
+        let notAKey = directory.appendingPathComponent("not-a-key.pem")
+        try Data("hello\n".utf8).write(to: notAKey)
+        let result = try await PinstoreBinary.run(["public-key", notAKey.path])
+        #expect(result.status != 0)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.contains("reading the key"))
     }
 
     @Test func keygenWritesTheKeyReadableByItsOwnerOnly() async throws {

@@ -54,6 +54,28 @@ public struct TrustRoots: Sendable {
         TrustRoots(anchors: try X509Certificate.certificates(pem: pem), includingSystem: includingSystem)
     }
 
+    /// The certificates of a file as anchors: PEM (one certificate or a bundle) or one DER
+    /// certificate, the way a private CA usually arrives (`/etc/partner/ca.pem`, a mounted
+    /// Secret), plus the system store when `includingSystem` is true.
+    ///
+    /// ```swift
+    /// let partnerCA = try TrustRoots.anchors(contentsOf: URL(fileURLWithPath: "/etc/partner/ca.pem"))
+    /// ```
+    ///
+    /// - Throws: ``PinStoreError`` (``PinStoreError/Code/noCertificate`` and the certificate
+    ///   codes) when the file cannot be read, is larger than 16 MiB, or holds no certificate or
+    ///   a malformed one.
+    public static func anchors(contentsOf file: URL, includingSystem: Bool = false) throws(PinStoreError) -> TrustRoots {
+        let data: Data
+        do throws(RegularFileReader.Failure) {
+            // A CA bundle is a few hundred KiB; 16 MiB bounds a wrong path (a device, a log).
+            (data, _) = try RegularFileReader.contents(ofFileAt: file.path, followingSymlinks: true, maximumSize: 16 << 20)
+        } catch {
+            throw PinStoreError(.noCertificate, "The anchor file \(file.path) could not be read: \(error).")
+        }
+        return TrustRoots(anchors: try X509Certificate.certificates(fileContents: data), includingSystem: includingSystem)
+    }
+
     private init(anchors: [X509Certificate], includingSystem: Bool, systemSource: SystemTrustSource = .openSSLDefault) {
         self.anchors = anchors
         self.includesSystemStore = includingSystem

@@ -50,6 +50,7 @@ public struct PinningEvent: Sendable, CustomStringConvertible {
 /// The subscribers of a store: decision streams and list-change handlers.
 struct PinStoreObservers: Sendable {
     var decisionContinuations: [UInt64: AsyncStream<PinningEvent>.Continuation] = [:]
+    var updateContinuations: [UInt64: AsyncStream<PinStore.UpdateReport>.Continuation] = [:]
     var listChangeHandlers: [UInt64: @Sendable () -> Void] = [:]
     var nextToken: UInt64 = 0
 
@@ -154,11 +155,49 @@ extension PinStore {
 
     /// Ends every decision stream (from the store's `deinit`).
     func finishDecisionStreams() {
-        let continuations = observers.withLock { observers in
-            defer { observers.decisionContinuations.removeAll() }
-            return Array(observers.decisionContinuations.values)
+        let (decisions, updates) = observers.withLock { observers in
+            defer {
+                observers.decisionContinuations.removeAll()
+                observers.updateContinuations.removeAll()
+            }
+            return (Array(observers.decisionContinuations.values), Array(observers.updateContinuations.values))
         }
-        for continuation in continuations { continuation.finish() }
+        for continuation in decisions { continuation.finish() }
+        for continuation in updates { continuation.finish() }
+    }
+
+    /// The report of every list update that ran (a download or file read, or the adoption of
+    /// another process's list), as each ends, whatever started it: ``run()``'s schedule, a
+    /// refusal, a changed list file, or ``update(mode:)``. Updates that did nothing because
+    /// nothing was due are not reported.
+    ///
+    /// ```swift
+    /// // A test that publishes a list and waits for the store to take it, without sleeping:
+    /// let updates = store.updates()
+    /// try server.publish(nextList)
+    /// for await report in updates where report.result == .ok { break }
+    /// ```
+    ///
+    /// Each call makes an independent stream that sees the updates that end after the call. A
+    /// slow reader loses the oldest reports beyond `limit`. The stream ends when its task is
+    /// cancelled or the store goes away.
+    public func updates(bufferingNewest limit: Int = 16) -> AsyncStream<UpdateReport> {
+        let (stream, continuation) = AsyncStream.makeStream(of: UpdateReport.self, bufferingPolicy: .bufferingNewest(max(1, limit)))
+        let token = observers.withLock { observers in
+            let token = observers.token()
+            observers.updateContinuations[token] = continuation
+            return token
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.observers.withLock { $0.updateContinuations.removeValue(forKey: token) }
+        }
+        return stream
+    }
+
+    /// The updater reports each update that ran here (see ``updates(bufferingNewest:)``).
+    func updateFinished(_ report: UpdateReport) {
+        let continuations = observers.withLock { Array($0.updateContinuations.values) }
+        for continuation in continuations { continuation.yield(report) }
     }
 
     /// Calls every list-change handler, outside any lock.

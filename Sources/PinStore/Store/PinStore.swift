@@ -249,7 +249,8 @@ public final class PinStore: Sendable {
                                    logger: self.logger, metrics: metrics, inForce: state)
         updater.connect(ListUpdater.Hooks(
             listChanged: { [weak self] now in self?.listChanged(at: now) },
-            refreshGauges: { [weak self] now in self?.updateGauges(now: now) }))
+            refreshGauges: { [weak self] now in self?.updateGauges(now: now) },
+            updateFinished: { [weak self] report in self?.updateFinished(report) }))
         updater.loadSaved()
         warnAboutExpiredPolicies()
         if configuration.enforcement != .enforced || configuration.policies.contains(where: \.reportOnly) {

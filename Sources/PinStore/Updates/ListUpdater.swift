@@ -27,6 +27,8 @@ final class ListUpdater: Sendable {
         /// Time passed (the schedule loop's wake-ups, the start of an update): refresh the
         /// gauges and report a list that has expired.
         var refreshGauges: @Sendable (Date) -> Void = { _ in }
+        /// An update ran and ended with this report (``PinStore/updates(bufferingNewest:)``).
+        var updateFinished: @Sendable (PinStore.UpdateReport) -> Void = { _ in }
     }
 
     struct State {
@@ -269,7 +271,9 @@ final class ListUpdater: Sendable {
             if adoptingNewerFile, self.adoptNewerStoredList() {
                 self.state.withLock { $0.inFlight = nil }
                 self.metrics.record(.ok)
-                return PinStore.UpdateReport(result: .ok, error: nil, activity: .adoptedFromStoreFile)
+                let report = PinStore.UpdateReport(result: .ok, error: nil, activity: .adoptedFromStoreFile)
+                self.hooks.withLock { $0 }.updateFinished(report)
+                return report
             }
             let report = await self.downloadAndApply()
             if report.result == .ok {
@@ -281,6 +285,7 @@ final class ListUpdater: Sendable {
                 if report.result != .ok { state.schedule.downloadFailed(at: now) }
             }
             self.metrics.record(report.result)
+            self.hooks.withLock { $0 }.updateFinished(report)
             return report
         }
     }
