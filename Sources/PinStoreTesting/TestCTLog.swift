@@ -27,7 +27,7 @@ public struct TestCTLog: Sendable {
     /// The kind of log, which decides what its SCTs carry.
     ///
     /// A closed set: the two log APIs whose SCTs the store reads; another is a new list
-    /// format (see ``PinStore/FingerprintEntry/Kind``) and a breaking release.
+    /// format (as `FingerprintEntry.Kind` says) and a breaking release.
     public enum Kind: Sendable, Hashable {
         /// A classic RFC 6962 log: SCTs without extensions.
         case rfc6962
