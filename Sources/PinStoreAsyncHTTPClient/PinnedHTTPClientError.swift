@@ -14,31 +14,43 @@ import NIOCore
 /// ```
 public struct PinnedHTTPClientError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong.
-    public enum Code: String, Sendable, Hashable {
+    ///
+    /// Not an enum: a minor release may refuse more configurations that would make the pin check
+    /// meaningless. Compare against the static members, and keep a `default` in a `switch`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        /// A stable name: the static member's, e.g. `"unencryptedConnection"`.
+        public let name: String
+        init(_ name: String) { self.name = name }
+        /// ``name``.
+        public var description: String { name }
+        /// ``name``, as the enum's raw value was.
+        @available(*, deprecated, renamed: "name")
+        public var rawValue: String { name }
+
         /// `certificateVerification` is `.none`: no chain, date or host check runs, so a pin
         /// check on the leaf would be the only defence.
-        case certificateVerificationDisabled
+        public static let certificateVerificationDisabled = Code("certificateVerificationDisabled")
         /// `certificateVerification` is `.noHostnameVerification` (or `.optionalVerification`):
         /// the leaf-only pin rule relies on the default host-name check.
-        case hostnameVerificationDisabled
+        public static let hostnameVerificationDisabled = Code("hostnameVerificationDisabled")
         /// A connection without TLS (an `http://` URL): there is no certificate to pin.
-        case unencryptedConnection
+        public static let unencryptedConnection = Code("unencryptedConnection")
         /// A TLS connection whose handler gave no peer certificate.
-        case noPeerCertificate
+        public static let noPeerCertificate = Code("noPeerCertificate")
         /// The TLS configuration cannot meet ATS's transport minimums (a maximum version below
         /// TLS 1.2, cipher suites without a forward-secret one).
-        case transportMinimumUnreachable
+        public static let transportMinimumUnreachable = Code("transportMinimumUnreachable")
         /// AsyncHTTPClient would not run TLS through swift-nio-ssl on the client's event loop
         /// group (on macOS, NIOTransportServices' groups, `HTTPClient.defaultEventLoopGroup`
         /// included, do TLS in Network.framework), so the pin check could not see a certificate.
-        case unsupportedEventLoopGroup
+        public static let unsupportedEventLoopGroup = Code("unsupportedEventLoopGroup")
         /// A certificate of the given `TrustRoots` could not be handed to swift-nio-ssl.
-        case invalidTrustRoots
+        public static let invalidTrustRoots = Code("invalidTrustRoots")
         /// The store asks for Certificate Transparency for every host (its configuration's
         /// `certificateTransparency` is not `.off`, or an ATS exception requires it), and
         /// AsyncHTTPClient shows only the leaf: the SCTs are signed over the issuer, which the
         /// pinned client never sees, so CT could not be checked.
-        case certificateTransparencyNeedsChain
+        public static let certificateTransparencyNeedsChain = Code("certificateTransparencyNeedsChain")
     }
 
     /// What went wrong.
@@ -87,7 +99,7 @@ public struct PinnedHTTPClientError: Error, Sendable, Hashable, CustomStringConv
     }
 
     /// The code and the reason.
-    public var description: String { "\(code.rawValue): \(reason)" }
+    public var description: String { "\(code.name): \(reason)" }
     /// Equal when the codes are.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
     /// Hashes the code.

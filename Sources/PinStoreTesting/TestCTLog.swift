@@ -15,6 +15,8 @@ import PinStore
 /// ```
 public struct TestCTLog: Sendable {
     /// The log's key type (RFC 6962 §2.1.4 allows ECDSA P-256 and RSA).
+    ///
+    /// A closed set: the two key types RFC 6962 allows a log.
     public enum KeyType: Sendable, Hashable {
         /// ECDSA on NIST P-256.
         case p256
@@ -23,6 +25,9 @@ public struct TestCTLog: Sendable {
     }
 
     /// The kind of log, which decides what its SCTs carry.
+    ///
+    /// A closed set: the two log APIs whose SCTs the store reads; another is a new list
+    /// format (as `FingerprintEntry.Kind` says) and a breaking release.
     public enum Kind: Sendable, Hashable {
         /// A classic RFC 6962 log: SCTs without extensions.
         case rfc6962
@@ -110,17 +115,32 @@ public struct TestSCT: Sendable {
 }
 
 /// A deliberate defect in a leaf's embedded SCTs, for tests of how a client refuses it.
-public enum TestSCTCorruption: Sendable, Hashable {
+///
+/// Not an enum: a minor release may add defects. Each is made by its static member
+/// (`.flipSignatureByte(sctIndex: 0)`), as the enum's cases were.
+public struct TestSCTCorruption: Sendable, Hashable {
+    /// The defects this version builds; internal so that ``TestPKI`` must build each one.
+    enum Backing: Sendable, Hashable {
+        case flipSignatureByte(sctIndex: Int)
+        case sctListCopied(from: X509Certificate)
+        case duplicatedExtension
+        case rawExtensionValue(Data)
+    }
+
+    let backing: Backing
+
+    private init(_ backing: Backing) { self.backing = backing }
+
     /// Flips the last byte of the signature of the SCT at this position (so the signature stays
     /// well-formed and simply does not verify).
-    case flipSignatureByte(sctIndex: Int)
+    public static func flipSignatureByte(sctIndex: Int) -> TestSCTCorruption { .init(.flipSignatureByte(sctIndex: sctIndex)) }
     /// Embeds the SCT list of `certificate` instead of this leaf's own: valid SCTs for another
     /// certificate.
-    case sctListCopied(from: X509Certificate)
+    public static func sctListCopied(from certificate: X509Certificate) -> TestSCTCorruption { .init(.sctListCopied(from: certificate)) }
     /// Embeds the SCT list extension twice.
-    case duplicatedExtension
+    public static let duplicatedExtension = TestSCTCorruption(.duplicatedExtension)
     /// Embeds these bytes as the SCT list extension's value (extnValue), unchecked: for
     /// truncated or malformed extensions. A well-formed value is a DER OCTET STRING holding
     /// the TLS-encoded list.
-    case rawExtensionValue(Data)
+    public static func rawExtensionValue(_ value: Data) -> TestSCTCorruption { .init(.rawExtensionValue(value)) }
 }

@@ -3,6 +3,8 @@ import PinStore
 import PinStoreSigning
 
 /// How a list server answers, and so how a store is configured to read it.
+///
+/// A closed set: the list protocol's two modes (static and challenge).
 public enum TestListMode: Sendable, Hashable {
     /// A static list: every entry signed, and the whole list signed with its `timestamp` (the
     /// store is configured with `requireListSignature`).

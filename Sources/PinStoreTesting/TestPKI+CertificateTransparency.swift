@@ -25,7 +25,7 @@ extension TestPKI {
     public func issueLeaf(for names: [String], validity: DateInterval? = nil, embedding scts: [TestSCT],
                           corruption: TestSCTCorruption? = nil) throws(PinStoreTestingError) -> TestIdentity {
         try Self.checkNames(names)
-        if case .flipSignatureByte(let index) = corruption, !scts.indices.contains(index) {
+        if case .flipSignatureByte(let index)? = corruption?.backing, !scts.indices.contains(index) {
             throw PinStoreTestingError("There is no SCT \(index) to corrupt: the leaf embeds \(scts.count).")
         }
         let key = try CertificateKey()
@@ -48,7 +48,7 @@ extension TestPKI {
                 throw PinStoreTestingError("The leaf's TBSCertificate or the SCT extensions are too long for an SCT.")
             }
             var signature = try sct.log.key.signature(for: signed)
-            if case .flipSignatureByte(index) = corruption, let last = signature.indices.last {
+            if case .flipSignatureByte(index)? = corruption?.backing, let last = signature.indices.last {
                 signature[last] ^= 0x01
             }
             let nid = sct.log.keyType == .p256 ? NID_ecdsa_with_SHA256 : NID_sha256WithRSAEncryption
@@ -56,7 +56,7 @@ extension TestPKI {
                             signatureNID: nid, signature: signature)
         }
 
-        switch corruption {
+        switch corruption?.backing {
         case .sctListCopied(let other):
             try builder.copyExtension(NID_ct_precert_scts, from: try OwnedCertificate(der: other.derRepresentation))
         case .duplicatedExtension:

@@ -9,7 +9,7 @@ import Testing
 /// leaf-only connection initializer can see, against real TLS servers on 127.0.0.1.
 @Suite struct TransportSecurityHTTPClientTests {
     func requirement(_ failure: PinningFailure?) -> TransportSecurityRequirement? {
-        if case .transportSecurityNotMet(let violation)? = failure?.reason { return violation.requirement }
+        if let violation = failure?.reason.transportSecurityViolation { return violation.requirement }
         return nil
     }
 

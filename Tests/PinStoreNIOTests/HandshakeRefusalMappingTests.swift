@@ -26,7 +26,7 @@ import Testing
         }
         let failure = error?.userInfo[NSUnderlyingErrorKey] as? PinningFailure
         withKnownIssue("review finding: any handshake_failure alert is reported as forwardSecrecy") {
-            if case .transportSecurityNotMet(let violation)? = failure?.reason {
+            if let violation = failure?.reason.transportSecurityViolation {
                 #expect(violation.requirement != .forwardSecrecy, "\(violation)")
             }
         }

@@ -121,7 +121,7 @@ import Testing
     @Test func http2GoAwayWithAnErrorFailsTheOpenRequestAtOnce() async throws {
         let outcome = try await run(.goAwayWithError)
         #expect(outcome.error?.code == .badServerResponse)
-        guard case .http2GoAway(let code)? = outcome.cause else {
+        guard let cause = outcome.cause, cause.code == .http2GoAway, let code = cause.detail else {
             Issue.record("expected a GOAWAY failure, got \(String(describing: outcome.error))")
             return
         }

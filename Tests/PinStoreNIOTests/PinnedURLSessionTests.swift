@@ -61,7 +61,7 @@ import Testing
         defer { Task { await server.shutdown() } }
         let error = await refusal(try session(try Pins.pinning("pki/expired.pem")), "https://localhost:\(server.port)/hello")
         #expect(error?.code == .serverCertificateUntrusted)
-        guard case .chainNotTrusted(let chainError) = pinningFailure(error)?.reason else {
+        guard let chainError = pinningFailure(error)?.reason.chainValidationError else {
             Issue.record("expected chainNotTrusted, got \(String(describing: error))")
             return
         }
@@ -73,7 +73,7 @@ import Testing
         let server = try await TestServer.tls(chain: ["pki/wrong-host.pem", "pki/intermediate-ca.pem"], key: "pki/wrong-host.key.pem")
         defer { Task { await server.shutdown() } }
         let error = await refusal(try session(try Pins.pinning("pki/wrong-host.pem")), "https://localhost:\(server.port)/hello")
-        guard case .chainNotTrusted(let chainError) = pinningFailure(error)?.reason else {
+        guard let chainError = pinningFailure(error)?.reason.chainValidationError else {
             Issue.record("expected chainNotTrusted, got \(String(describing: error))")
             return
         }
@@ -84,7 +84,7 @@ import Testing
         let server = try await TestServer.tls(chain: ["pki/self-signed.pem"], key: "pki/self-signed.key.pem")
         defer { Task { await server.shutdown() } }
         let error = await refusal(try session(try Pins.pinning("pki/self-signed.pem")), "https://localhost:\(server.port)/hello")
-        guard case .chainNotTrusted(let chainError) = pinningFailure(error)?.reason else {
+        guard let chainError = pinningFailure(error)?.reason.chainValidationError else {
             Issue.record("expected chainNotTrusted, got \(String(describing: error))")
             return
         }

@@ -47,7 +47,7 @@ import Testing
         let server = try await TestServer.tls(chain: ["pki/expired.pem", "pki/intermediate-ca.pem"], key: "pki/expired.key.pem")
         defer { Task { await server.shutdown() } }
         let outcome = try await RawNIOClient.get("/hello", port: server.port, verifier: try verifier(try Pins.pinning("pki/expired.pem")))
-        guard case .chainNotTrusted(let error) = refusal(outcome)?.reason else {
+        guard let error = refusal(outcome)?.reason.chainValidationError else {
             Issue.record("expected chainNotTrusted, got \(String(describing: outcome.decision))")
             return
         }
@@ -59,7 +59,7 @@ import Testing
         let server = try await TestServer.tls(chain: ["pki/wrong-host.pem", "pki/intermediate-ca.pem"], key: "pki/wrong-host.key.pem")
         defer { Task { await server.shutdown() } }
         let outcome = try await RawNIOClient.get("/hello", port: server.port, verifier: try verifier(try Pins.pinning("pki/wrong-host.pem")))
-        guard case .chainNotTrusted(let error) = refusal(outcome)?.reason else {
+        guard let error = refusal(outcome)?.reason.chainValidationError else {
             Issue.record("expected chainNotTrusted, got \(String(describing: outcome.decision))")
             return
         }
@@ -70,7 +70,7 @@ import Testing
         let server = try await TestServer.tls(chain: ["pki/self-signed.pem"], key: "pki/self-signed.key.pem")
         defer { Task { await server.shutdown() } }
         let outcome = try await RawNIOClient.get("/hello", port: server.port, verifier: try verifier(try Pins.pinning("pki/self-signed.pem")))
-        guard case .chainNotTrusted(let error) = refusal(outcome)?.reason else {
+        guard let error = refusal(outcome)?.reason.chainValidationError else {
             Issue.record("expected chainNotTrusted, got \(String(describing: outcome.decision))")
             return
         }

@@ -92,7 +92,7 @@ enum WeakServer: String, CaseIterable, Sendable {
         }
         // Certificate minimums come from the decision; handshake ones from the mapped TLS error.
         let failure = outcome.decision?.failure ?? verifier.transportSecurityFailure(for: error, serverHostname: "localhost")
-        guard case .transportSecurityNotMet(let violation)? = failure?.reason else {
+        guard let violation = failure?.reason.transportSecurityViolation else {
             Issue.record("expected transportSecurityNotMet, got \(String(describing: failure)) after \(error)")
             return
         }
@@ -164,7 +164,7 @@ enum WeakServer: String, CaseIterable, Sendable {
             Issue.record("expected a refusal, got \(response)")
         } catch let error as URLError {
             let failure = error.userInfo[NSUnderlyingErrorKey] as? PinningFailure
-            guard case .transportSecurityNotMet(let violation)? = failure?.reason else {
+            guard let violation = failure?.reason.transportSecurityViolation else {
                 Issue.record("expected transportSecurityNotMet, got \(error)")
                 return
             }

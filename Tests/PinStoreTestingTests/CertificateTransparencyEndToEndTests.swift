@@ -61,7 +61,7 @@ import Testing
 
     /// The CT refusal behind a failed request, if that is what failed it.
     static func ctViolation(_ error: any Error) -> CertificateTransparencyViolation? {
-        guard case .certificateTransparencyNotMet(let violation)? = PinningFailure(unwrapping: error)?.reason else { return nil }
+        guard let violation = PinningFailure(unwrapping: error)?.reason.certificateTransparencyViolation else { return nil }
         return violation
     }
 
@@ -131,7 +131,7 @@ import Testing
         var iterator = events.makeAsyncIterator()
         _ = await iterator.next()
         let refusal = await iterator.next()
-        guard case .certificateTransparencyNotMet(let violation)? = refusal?.failure?.reason else {
+        guard let violation = refusal?.failure?.reason.certificateTransparencyViolation else {
             Issue.record("expected a CT refusal, got \(String(describing: refusal))")
             return
         }

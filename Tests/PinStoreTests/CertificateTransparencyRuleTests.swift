@@ -43,7 +43,7 @@ import PinStoreSigning
 
     @Test func anEnforcedHostWithoutSCTsIsRefusedBeforeItsPins() throws {
         let decision = Self.rules(.enforce).decide(try Self.context(Self.localhost(), pins: Self.pinnedLocalhost(), logs: Self.logList()))
-        guard case .certificateTransparencyNotMet(let violation)? = decision.failure?.reason else {
+        guard let violation = decision.failure?.reason.certificateTransparencyViolation else {
             Issue.record("expected a CT refusal, got \(decision)")
             return
         }
@@ -146,7 +146,7 @@ import PinStoreSigning
     @Test func aLeafOnlyAdapterCannotSatisfyCT() throws {
         let decision = Self.rules(.enforce).decide(try Self.context(PinningRulesTests.leafOnly("localhost"), pins: Self.pinnedLocalhost(),
                                                                     logs: Self.logList()))
-        guard case .certificateTransparencyNotMet(let violation)? = decision.failure?.reason else {
+        guard let violation = decision.failure?.reason.certificateTransparencyViolation else {
             Issue.record("expected a CT refusal, got \(decision)")
             return
         }
@@ -185,7 +185,7 @@ import PinStoreSigning
         let pins = [FingerprintEntry(name: "localhost", fingerprint: leaf.certificate.fingerprint, expires: 4_102_444_799)]
         let checker = CertificateTransparencyChecker(defaultMode: .enforce, checksPrivateAnchors: true)
         let decision = Self.rules(.enforce, checker: checker).decide(try Self.context(.validated(chain), pins: pins, logs: Self.logList()))
-        guard case .certificateTransparencyNotMet(let violation)? = decision.failure?.reason else {
+        guard let violation = decision.failure?.reason.certificateTransparencyViolation else {
             Issue.record("expected a CT refusal, got \(decision)")
             return
         }

@@ -99,7 +99,7 @@ import PinStoreSigning
         let store = try Self.challengeStore(ScriptedFetcher(ScriptedFetcher.challengeResponder(body, key: try StoreFixtures.signingKey())), directory: directory)
         #expect(await store.update() == .ok)
         let decision = store.leafDecision(leaf: try StoreFixtures.der("localhost"), peerAddress: "127.0.0.1")
-        guard case .chainNotTrusted(let error)? = decision.failure?.reason else {
+        guard let error = decision.failure?.reason.chainValidationError else {
             Issue.record("expected a refusal of the address name, got \(decision)")
             return
         }

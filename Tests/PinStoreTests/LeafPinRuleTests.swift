@@ -47,7 +47,7 @@ import Testing
         let (store, directory) = try store([("localhost", "localhost", 0), ("127.0.0.1", "localhost", 0)])
         defer { directory.cleanUp() }
         let failure = store.leafDecision(leaf: try StoreFixtures.der("localhost"), peerAddress: "127.0.0.1").failure
-        guard case .chainNotTrusted(let error)? = failure?.reason else {
+        guard let error = failure?.reason.chainValidationError else {
             Issue.record("expected the address name to be refused, got \(String(describing: failure))")
             return
         }
@@ -154,7 +154,7 @@ import Testing
         // which is pinned to another certificate.
         let store = try Self.store { $0.enforcement = .reportOnly }
         let decision = store.leafDecision(leaf: try StoreFixtures.der(leaf), peerAddress: LeafPeer.notInLeaf)
-        guard case .chainNotTrusted(let error)? = decision.failure?.reason else {
+        guard let error = decision.failure?.reason.chainValidationError else {
             Issue.record("expected a refusal, got \(decision)")
             return
         }

@@ -67,7 +67,7 @@ import Testing
     @Test func pinnedButExpiredIsNotTrusted() async throws {
         let store = try Self.store(fallback: Self.list(pinning: "pki/expired.pem"))
         let decision = await evaluator(store).evaluate(host: "localhost", presentedChain: try TestResources.chainDER("pki/expired.pem", "pki/intermediate-ca.pem"))
-        guard case .chainNotTrusted(let error) = decision.failure?.reason else {
+        guard let error = decision.failure?.reason.chainValidationError else {
             Issue.record("expected chainNotTrusted, got \(decision)")
             return
         }
@@ -77,7 +77,7 @@ import Testing
     @Test func pinnedButForAnotherHostIsNotTrusted() async throws {
         let store = try Self.store(fallback: Self.list(pinning: "pki/wrong-host.pem"))
         let decision = await evaluator(store).evaluate(host: "localhost", presentedChain: try TestResources.chainDER("pki/wrong-host.pem", "pki/intermediate-ca.pem"))
-        guard case .chainNotTrusted(let error) = decision.failure?.reason else {
+        guard let error = decision.failure?.reason.chainValidationError else {
             Issue.record("expected chainNotTrusted, got \(decision)")
             return
         }
@@ -87,7 +87,7 @@ import Testing
     @Test func pinnedButSelfSignedWithoutAnAnchorIsNotTrusted() async throws {
         let store = try Self.store(fallback: Self.list(pinning: "pki/self-signed.pem"))
         let decision = await evaluator(store).evaluate(host: "localhost", presentedChain: try TestResources.chainDER("pki/self-signed.pem"))
-        guard case .chainNotTrusted(let error) = decision.failure?.reason else {
+        guard let error = decision.failure?.reason.chainValidationError else {
             Issue.record("expected chainNotTrusted, got \(decision)")
             return
         }

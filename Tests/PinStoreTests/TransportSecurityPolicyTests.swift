@@ -163,7 +163,7 @@ import Testing
     }
 
     func requirement(_ decision: PinningDecision) -> TransportSecurityRequirement? {
-        if case .transportSecurityNotMet(let violation)? = decision.failure?.reason { return violation.requirement }
+        if let violation = decision.failure?.reason.transportSecurityViolation { return violation.requirement }
         return nil
     }
 

@@ -217,7 +217,7 @@ final class CertificateTransparencyChecker: Sendable {
         case listStale = "list_stale"
 
         init(_ violation: CertificateTransparencyViolation?) {
-            switch violation?.problem {
+            switch violation?.problem.backing {
             case nil: self = .compliant
             case .tooFewSCTs?: self = .tooFewSCTs
             case .tooFewOperators?, .noSCTFromCurrentLog?, .noSCTFromRFC6962Log?: self = .notDiverse

@@ -8,6 +8,8 @@ import Foundation
 /// is the mode of every other host, and an ATS exception with `NSRequiresCertificateTransparency`
 /// (``TransportSecurityException/requiresCertificateTransparency``) enforces it for its domain
 /// whatever the list says.
+///
+/// A closed set: off, reported or enforced, as for pins.
 public enum CertificateTransparencyMode: String, Sendable, Hashable, CaseIterable, Codable {
     /// No CT check.
     case off
@@ -39,6 +41,10 @@ public enum CertificateTransparencyMode: String, Sendable, Hashable, CaseIterabl
 /// Both: a log counts while qualified, usable, read-only or retired (a retired log's SCT only
 /// when issued before the retirement); pending, rejected and states PinStore does not know
 /// never count. A leaf's lifetime is its `notAfter` minus its `notBefore`.
+///
+/// A closed set for the signed list's format: the list names a profile by this raw value and
+/// a store refuses a list naming one it does not know, so another profile (Mozilla's) is a new
+/// list format and comes with a breaking release.
 public enum CertificateTransparencyProfile: String, Sendable, Hashable, CaseIterable, Codable {
     /// Chrome's CT policy (GoogleChrome/CertificateTransparency `ct_policy.md`).
     case chrome

@@ -179,31 +179,43 @@ enum IPAddress {
 /// Why a presented chain is not trusted by the normal evaluation.
 public struct ChainValidationError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of failure, independent of OpenSSL's numbering.
-    public enum Reason: String, Sendable, Hashable {
+    ///
+    /// Not an enum: a minor release may tell more of OpenSSL's refusals apart (today's
+    /// ``other``). Compare against the static members, and keep a `default` in a `switch`.
+    public struct Reason: Sendable, Hashable, CustomStringConvertible {
+        /// A stable name: the static member's, e.g. `"unknownIssuer"`.
+        public let name: String
+        init(_ name: String) { self.name = name }
+        /// ``name``.
+        public var description: String { name }
+        /// ``name``, as the enum's raw value was.
+        @available(*, deprecated, renamed: "name")
+        public var rawValue: String { name }
+
         /// The server presented no certificate.
-        case emptyChain
+        public static let emptyChain = Reason("emptyChain")
         /// A presented certificate does not parse.
-        case malformedCertificate
+        public static let malformedCertificate = Reason("malformedCertificate")
         /// A certificate's notAfter is before the evaluation time.
-        case expired
+        public static let expired = Reason("expired")
         /// A certificate's notBefore is after the evaluation time.
-        case notYetValid
+        public static let notYetValid = Reason("notYetValid")
         /// No chain leads to a configured trust anchor.
-        case unknownIssuer
+        public static let unknownIssuer = Reason("unknownIssuer")
         /// The chain ends in a self-signed certificate that is not a configured anchor.
-        case untrustedSelfSigned
+        public static let untrustedSelfSigned = Reason("untrustedSelfSigned")
         /// A certificate's signature does not verify with its issuer's key.
-        case badSignature
+        public static let badSignature = Reason("badSignature")
         /// The leaf is not valid for the host name or IP address.
-        case hostnameMismatch
+        public static let hostnameMismatch = Reason("hostnameMismatch")
         /// A certificate used as an issuer is not a CA (basicConstraints or keyUsage).
-        case notACertificateAuthority
+        public static let notACertificateAuthority = Reason("notACertificateAuthority")
         /// A certificate is not valid for TLS server authentication (extendedKeyUsage).
-        case invalidPurpose
+        public static let invalidPurpose = Reason("invalidPurpose")
         /// A CA's path-length constraint is exceeded.
-        case pathLengthExceeded
+        public static let pathLengthExceeded = Reason("pathLengthExceeded")
         /// Anything else OpenSSL refused; ``ChainValidationError/detail`` has its words.
-        case other
+        public static let other = Reason("other")
     }
 
     /// The kind of failure.
@@ -220,7 +232,7 @@ public struct ChainValidationError: Error, Sendable, Hashable, CustomStringConve
     }
 
     public var description: String {
-        "certificate chain not trusted: \(reason.rawValue) at depth \(depth) (\(detail))"
+        "certificate chain not trusted: \(reason.name) at depth \(depth) (\(detail))"
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.reason == rhs.reason }

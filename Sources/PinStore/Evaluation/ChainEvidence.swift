@@ -38,7 +38,7 @@ enum ChainEvidence: Sendable {
     func matches(_ kind: PinIdentity.Kind, digest: Digest32) -> Bool? {
         switch self {
         case .validated(let chain):
-            switch kind {
+            switch kind.backing {
             case .certificate(let depth?): return depth < chain.count && chain.fingerprints[depth].constantTimeEquals(digest)
             case .certificate(nil): return chain.fingerprints.contains { $0.constantTimeEquals(digest) }
             case .leafKey: return chain.keys[0].constantTimeEquals(digest)
@@ -48,7 +48,7 @@ enum ChainEvidence: Sendable {
             }
         case .leafOnly(let leaf):
             // A digest the caller did not give (nil) proves nothing and disproves nothing.
-            switch kind {
+            switch kind.backing {
             case .certificate(.some(0)): return leaf.fingerprint?.constantTimeEquals(digest)
             case .leafKey, .key(0): return leaf.key?.constantTimeEquals(digest)
             // A match on the leaf proves the pin; no match leaves an issuer that may match.
@@ -62,7 +62,7 @@ enum ChainEvidence: Sendable {
     /// Whether a pin matches a certificate above the leaf (Apple's CA category): a pin that
     /// could match any position counts only there.
     func matchesAboveLeaf(_ kind: PinIdentity.Kind, digest: Digest32) -> Bool? {
-        switch kind {
+        switch kind.backing {
         case .certificate(.some(0)), .key(0), .leafKey: return false
         case .certificate(nil):
             guard case .validated(let chain) = self else { return nil }

@@ -81,7 +81,7 @@ extension PinStore {
     /// update cannot make an untrusted chain, an unexpected host or a denied key acceptable.
     static func wantsUpdate(after decision: PinningDecision, updateOnEmpty: Bool, updateOnMismatch: Bool) -> Bool {
         guard let failure = decision.failure ?? decision.reportedFailure else { return false }
-        switch failure.reason {
+        switch failure.reason.backing {
         case .noPinsForHost: return updateOnEmpty
         case .pinMismatch: return updateOnMismatch
         // An SCT from a log the list does not know: a newer list may name it.

@@ -16,6 +16,10 @@ public struct FingerprintEntry: Sendable, Hashable {
     public let kind: Kind
 
     /// What an entry's digest covers.
+    ///
+    /// A closed set for the list format: these are the values of the wire member `"pin"`, and a
+    /// store refuses an entry with one it does not know, so a new kind is a new list format and
+    /// comes with a breaking release.
     public enum Kind: String, Sendable, Hashable {
         /// The whole certificate DER at ``FingerprintEntry/depth`` (today's entries).
         case certificate

@@ -48,7 +48,7 @@ struct PinStoreMetrics: Sendable {
         self.factory = factory
         decisions = Locked([:])
         var updates: [PinStore.UpdateResult: Counter] = [:]
-        for result in [PinStore.UpdateResult.ok, .storeIsEmpty, .networkError, .invalidData, .invalidSignature] {
+        for result in PinStore.UpdateResult.all {
             updates[result] = Counter(label: Self.updatesLabel, dimensions: [store, ("result", result.metricName)], factory: factory)
         }
         self.updates = updates
@@ -81,7 +81,7 @@ struct PinStoreMetrics: Sendable {
         case .allow: return ("allowed", "pinned")
         case .deny(let failure): return ("denied", failure.reason.metricName)
         case .reportOnly(let failure, _):
-            switch failure.reason {
+            switch failure.reason.backing {
             case .pinMismatch, .noPinsForHost, .issuerPinsNeedChain, .certificateTransparencyNotMet: return ("reported", failure.reason.metricName)
             // Never made report-only (PinStore+ReportOnly.swift); counted as what they are.
             case .chainNotTrusted, .hostNotExpected, .deniedKey, .transportSecurityNotMet: return ("denied", failure.reason.metricName)
@@ -95,14 +95,11 @@ struct PinStoreMetrics: Sendable {
 }
 
 extension PinStore.UpdateResult {
-    /// The `result` dimension of `pinstore_updates_total`.
+    /// The `result` dimension of `pinstore_updates_total`: the name in snake case
+    /// (`store_is_empty`), as the dashboards have always read it.
     var metricName: String {
-        switch self {
-        case .ok: "ok"
-        case .storeIsEmpty: "store_is_empty"
-        case .networkError: "network_error"
-        case .invalidData: "invalid_data"
-        case .invalidSignature: "invalid_signature"
+        name.reduce(into: "") { text, character in
+            if character.isUppercase { text += "_" + character.lowercased() } else { text.append(character) }
         }
     }
 }
@@ -110,7 +107,7 @@ extension PinStore.UpdateResult {
 extension PinningFailure.Reason {
     /// The `reason` dimension of `pinstore_decisions_total`.
     var metricName: String {
-        switch self {
+        switch backing {
         case .chainNotTrusted: "chain_not_trusted"
         case .pinMismatch: "pin_mismatch"
         case .noPinsForHost: "no_pins_for_host"

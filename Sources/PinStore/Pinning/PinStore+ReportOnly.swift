@@ -31,6 +31,10 @@ extension PinStore.Configuration {
     /// delivered to ``PinStore/decisions(bufferingNewest:)`` with ``PinningEvent/enforced`` false,
     /// and logged at debug level. Updates after a failure (`updateOnEmpty`, `updateOnMismatch`)
     /// still run first.
+    ///
+    /// A closed set: everything enforced, the list's pins reported, or everything reported.
+    /// Finer choices are per source (``PinPolicy/reportOnly``, ``CertificateTransparencyMode``),
+    /// not new modes.
     public enum Enforcement: Sendable, Hashable {
         /// Every pin failure refuses the connection. The default.
         case enforced
@@ -69,7 +73,6 @@ extension PinStore {
 extension PinningFailure.Reason {
     /// Whether this is ``noPinsForHost(updateResult:)``, whatever the update result.
     var isNoPinsForHost: Bool {
-        if case .noPinsForHost = self { return true }
-        return false
+        code == .noPinsForHost
     }
 }

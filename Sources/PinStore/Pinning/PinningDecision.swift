@@ -11,6 +11,10 @@ import Foundation
 ///                                                     // report-only mode, already reported
 /// }
 /// ```
+///
+/// A closed set, on purpose: every adapter must decide what each answer does to a connection,
+/// and a new answer it did not know could be let through silently. Adding one would be a
+/// breaking release. Why a connection was refused grows in ``PinningFailure/Reason``.
 public enum PinningDecision: Sendable, Hashable, CustomStringConvertible {
     /// The chain passed the normal trust evaluation and a pin for the host matches it.
     /// `validatedChain` holds the DER certificates from the leaf to the trust anchor, as
@@ -71,41 +75,17 @@ public enum PinningDecision: Sendable, Hashable, CustomStringConvertible {
 /// Why a connection was refused by pinning or by the normal trust evaluation before it.
 ///
 /// The ``description`` is written for the person reading the log: what happened and what to do.
-/// Match on ``reason`` in code:
+/// Match on ``reason`` in code (a minor release may add reasons, so keep a `default`):
 ///
 /// ```swift
-/// if case .pinMismatch = failure.reason { alertSecurityTeam(failure) }
+/// switch failure.reason.code {
+/// case .pinMismatch: alertSecurityTeam(failure)
+/// case .noPinsForHost: scheduleUpdate()
+/// default: logger.debug("\(failure)")
+/// }
+/// if failure.reason == .pinMismatch { alertSecurityTeam(failure) }
 /// ```
 public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The kind of failure.
-    public enum Reason: Sendable, Hashable {
-        /// The normal trust evaluation refused the chain (anchor, dates, host name, ...).
-        /// Pinning never overrides it.
-        case chainNotTrusted(ChainValidationError)
-        /// The host has valid pins, but none matches the validated chain.
-        case pinMismatch
-        /// The store holds no valid pin for the host. `updateResult` is the outcome of the
-        /// update tried before giving up, nil when none was tried.
-        case noPinsForHost(updateResult: PinStore.UpdateResult?)
-        /// The host is not among ``PinStore/Configuration/expectedCommonNames``.
-        case hostNotExpected
-        /// The host's pins include issuer pins (`depth` > 0) and no leaf pin matches, and the
-        /// adapter sees only the server's leaf (AsyncHTTPClient), so it cannot prove an issuer pin.
-        case issuerPinsNeedChain
-        /// A certificate at `depth` of the validated chain has a key among
-        /// ``PinStore/Configuration/deniedPublicKeys``. Deny pins win over every pin.
-        case deniedKey(depth: Int)
-        /// The connection falls short of an ATS transport minimum (TLS version, forward secrecy,
-        /// a certificate's signature digest or key size) that no
-        /// ``TransportSecurityException`` relaxes for the host. Checked right after the normal
-        /// trust evaluation, before any pin.
-        case transportSecurityNotMet(TransportSecurityViolation)
-        /// The host asks for Certificate Transparency (``CertificateTransparencyMode``) and the
-        /// leaf's embedded SCTs fall short of the profile. Checked after the trust evaluation and
-        /// the expected hosts, before any pin.
-        case certificateTransparencyNotMet(CertificateTransparencyViolation)
-    }
-
     /// The host name (or IP address) the client connected to.
     public let host: String
     /// The kind of failure.
@@ -131,9 +111,9 @@ public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible
 
     /// ``description`` without ``details``: one line, for tables and one-line logs.
     public var summary: String {
-        switch reason {
+        switch reason.backing {
         case .chainNotTrusted(let error):
-            return "\(host): the certificate chain is not trusted (\(error.reason.rawValue) at depth \(error.depth): \(error.detail)). "
+            return "\(host): the certificate chain is not trusted (\(error.reason.name) at depth \(error.depth): \(error.detail)). "
                 + "Pinning never relaxes the normal trust evaluation: fix the server's certificate or configure its CA as a trust anchor."
         case .pinMismatch:
             return "\(host): the server's certificate chain matches none of the pins for this host. "

@@ -14,20 +14,82 @@ import Foundation
 /// for the key identities. A malformed digest is a configuration error when the store is made.
 public struct PinIdentity: Sendable, Hashable, CustomStringConvertible {
     /// Where in the validated chain (leaf at depth 0, anchor last) the pin looks, and at what.
-    public enum Kind: Sendable, Hashable {
+    ///
+    /// Not an enum: a minor release may add kinds of pin (other digests, other positions).
+    /// Compare (`pin.kind == .leafKey`), or match on ``code`` with a `default`; the position
+    /// of ``certificate(depth:)`` and ``key(depth:)`` is ``depth``.
+    public struct Kind: Sendable, Hashable {
+        /// Which kind of pin this is, without its position. A minor release may add members.
+        public struct Code: Sendable, Hashable, CustomStringConvertible {
+            /// A stable name: the kind's static member, e.g. `"leafKey"`.
+            public let name: String
+            init(_ name: String) { self.name = name }
+            /// ``name``.
+            public var description: String { name }
+
+            /// ``Kind/certificate(depth:)``.
+            public static let certificate = Code("certificate")
+            /// ``Kind/leafKey``.
+            public static let leafKey = Code("leafKey")
+            /// ``Kind/caKey``.
+            public static let caKey = Code("caKey")
+            /// ``Kind/anyKey``.
+            public static let anyKey = Code("anyKey")
+            /// ``Kind/key(depth:)``.
+            public static let key = Code("key")
+        }
+
+        /// The kinds this version knows. Internal, so that the one meaning of a pin
+        /// (``ChainEvidence``) must answer every kind added here.
+        enum Backing: Sendable, Hashable {
+            case certificate(depth: Int?)
+            case leafKey
+            case caKey
+            case anyKey
+            case key(depth: Int)
+        }
+
+        let backing: Backing
+
+        private init(_ backing: Backing) { self.backing = backing }
+
         /// The whole certificate's SHA-256 at `depth`, or at any position when `depth` is nil.
-        case certificate(depth: Int?)
+        public static func certificate(depth: Int?) -> Kind { Kind(.certificate(depth: depth)) }
         /// The leaf's SPKI SHA-256 (Apple's `NSPinnedLeafIdentities`).
-        case leafKey
+        public static let leafKey = Kind(.leafKey)
         /// The SPKI SHA-256 of any certificate above the leaf, up to and including the anchor
         /// (Apple's `NSPinnedCAIdentities`; Android's and OkHttp's pins also match the leaf:
         /// use ``anyKey`` for those).
-        case caKey
+        public static let caKey = Kind(.caKey)
         /// The SPKI SHA-256 of any certificate in the chain, the leaf included (Android's
         /// `pin digest="SHA-256"`, OkHttp's `sha256/`).
-        case anyKey
+        public static let anyKey = Kind(.anyKey)
         /// The SPKI SHA-256 of the certificate at `depth`.
-        case key(depth: Int)
+        public static func key(depth: Int) -> Kind { Kind(.key(depth: depth)) }
+
+        /// Which kind of pin this is.
+        public var code: Code {
+            switch backing {
+            case .certificate: .certificate
+            case .leafKey: .leafKey
+            case .caKey: .caKey
+            case .anyKey: .anyKey
+            case .key: .key
+            }
+        }
+
+        /// The chain position of ``certificate(depth:)`` and ``key(depth:)`` pins; nil for a
+        /// certificate pin at any position and for the kinds without one.
+        public var depth: Int? {
+            switch backing {
+            case .certificate(let depth): depth
+            case .key(let depth): depth
+            case .leafKey, .caKey, .anyKey: nil
+            }
+        }
+
+        /// Whether `kind` is of the kind `code`, whatever its position (`case .certificate:`).
+        public static func ~= (code: Code, kind: Kind) -> Bool { kind.code == code }
     }
 
     /// Where the pin looks.
@@ -68,7 +130,7 @@ public struct PinIdentity: Sendable, Hashable, CustomStringConvertible {
 
     /// OkHttp-style text: `sha256/<Base64> (leaf key)`, `certificate <Base64> at depth 1`.
     public var description: String {
-        switch kind {
+        switch kind.backing {
         case .certificate(let depth): "certificate \(sha256Base64) \(depth.map { "at depth \($0)" } ?? "at any depth")"
         case .leafKey: "sha256/\(sha256Base64) (leaf key)"
         case .caKey: "sha256/\(sha256Base64) (CA key)"
@@ -87,7 +149,7 @@ struct CompiledIdentity: Sendable {
         guard let data = Base64.decodeStrict(identity.sha256Base64), let digest = Digest32(data) else {
             throw PinStoreError(.invalidConfiguration, "policy \(policy): pin \(String(reflecting: identity.sha256Base64)) is not Base64 of a 32-byte SHA-256 digest.")
         }
-        switch identity.kind {
+        switch identity.kind.backing {
         case .certificate(let depth?) where depth < 0, .key(let depth) where depth < 0:
             throw PinStoreError(.invalidConfiguration, "policy \(policy): pin depth \(depth) is negative.")
         default: break
@@ -98,7 +160,7 @@ struct CompiledIdentity: Sendable {
 
     /// Whether the pin is about the leaf only (Apple's leaf category).
     var isLeafPin: Bool {
-        switch identity.kind {
+        switch identity.kind.backing {
         case .certificate(.some(0)), .leafKey, .key(0): true
         default: false
         }

@@ -2,6 +2,9 @@ import Foundation
 
 /// A TLS protocol version, named as App Transport Security names them
 /// (`NSExceptionMinimumTLSVersion`).
+///
+/// A closed set: the four values ATS accepts for a minimum. A new TLS version would come with
+/// a breaking release.
 public enum TLSProtocolVersion: String, Sendable, Hashable, CaseIterable, Comparable {
     /// TLS 1.0 (`"TLSv1.0"`).
     case tlsv10 = "TLSv1.0"
@@ -82,6 +85,9 @@ public struct TransportSecurityException: Sendable, Hashable {
 }
 
 /// One ATS transport minimum.
+///
+/// A closed set: ATS's four minimums for a connection (Certificate Transparency has its own
+/// mode). A new kind of check becomes a new ``PinningFailure/Reason``, not a requirement here.
 public enum TransportSecurityRequirement: String, Sendable, Hashable, CaseIterable {
     /// TLS 1.2 or later (or the domain's `NSExceptionMinimumTLSVersion`).
     case minimumTLSVersion

@@ -60,7 +60,7 @@ extension PinStore {
                 includeSubdomains = policy.pattern.coversSubdomains
             }
             for identity in policy.policy.pins {
-                let isCertificate = if case .certificate = identity.kind { true } else { false }
+                let isCertificate = identity.kind.code == .certificate
                 add(isCertificate ? "cert-sha256=\"\(identity.sha256Base64)\"" : "pin-sha256=\"\(identity.sha256Base64)\"",
                     expires: policy.expires)
             }
@@ -76,7 +76,7 @@ extension PinStore {
 extension PinningFailure.Reason {
     /// The `pinstore-reason` of a report of this failure; nil for failures that are not reported.
     var reportName: String? {
-        switch self {
+        switch backing {
         // Refused before any pin was looked at: not a pin failure (and the unvalidated chain is
         // whatever the server chose to send).
         case .chainNotTrusted, .transportSecurityNotMet: nil

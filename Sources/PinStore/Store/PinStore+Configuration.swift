@@ -11,6 +11,8 @@ extension PinStore {
     /// fresh list arrives; the fallback list and static policies still apply), which the
     /// `pinstore_list_expired` gauge and a log line announce. Teams that value availability
     /// over that guarantee choose ``keepPins`` and alert on the gauge.
+    ///
+    /// A closed set: an expired list's pins either count or do not.
     public enum ExpiredListPolicy: Sendable, Hashable {
         /// The expired list's pins no longer count (fail closed). The default.
         case refusePins

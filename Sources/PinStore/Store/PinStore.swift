@@ -21,6 +21,10 @@ import Logging
 /// platform's normal trust evaluation, never a replacement: adapters run both.
 public final class PinStore: Sendable {
     /// The outcome of ``validate(commonName:fingerprint:)``.
+    ///
+    /// A closed set: a pin answer is trusted, untrusted or empty, TrustKit's three, and an app's
+    /// exhaustive `switch` over it is how it makes sure every answer ends or continues a
+    /// connection. Why a connection was refused grows in ``PinningFailure/Reason`` instead.
     public enum ValidationResult: Sendable, Hashable {
         /// A valid entry for this name pins this certificate.
         case trusted
@@ -32,20 +36,44 @@ public final class PinStore: Sendable {
     }
 
     /// The outcome of ``update(mode:)``.
-    public enum UpdateResult: Sendable, Hashable {
+    ///
+    /// Not an enum: a minor release may add results (each comes with a ``PinStoreError`` code
+    /// in ``UpdateReport/error``). Compare against the static members, and keep a `default`
+    /// in a `switch`:
+    ///
+    /// ```swift
+    /// switch await store.update() {
+    /// case .ok: break
+    /// case .networkError: retryLater()
+    /// default: alert()                    // invalid data or signature, and results added later
+    /// }
+    /// ```
+    public struct UpdateResult: Sendable, Hashable, CustomStringConvertible {
+        /// A stable name: the static member's, e.g. `"networkError"`.
+        public let name: String
+        init(_ name: String) { self.name = name }
+        /// ``name``.
+        public var description: String { name }
+
         /// The store holds a fresh verified list (or no update was due).
-        case ok
+        public static let ok = UpdateResult("ok")
         /// The verified list had no valid entry; a store still holding valid pins keeps them.
-        case storeIsEmpty
+        public static let storeIsEmpty = UpdateResult("storeIsEmpty")
         /// The list could not be downloaded.
-        case networkError
+        public static let networkError = UpdateResult("networkError")
         /// The list was malformed, too large, or older than the stored one.
-        case invalidData
+        public static let invalidData = UpdateResult("invalidData")
         /// A signature was missing or did not verify with the configured public key.
-        case invalidSignature
+        public static let invalidSignature = UpdateResult("invalidSignature")
+
+        /// Every result this version can return (the metrics count each from the start).
+        static let all: [UpdateResult] = [.ok, .storeIsEmpty, .networkError, .invalidData, .invalidSignature]
     }
 
     /// When ``update(mode:)`` goes to the network.
+    ///
+    /// A closed set: an update follows the schedule or goes now; finer control is the
+    /// configuration's (intervals, `updateOnEmpty`, `updateOnMismatch`), not new modes.
     public enum UpdateMode: Sendable, Hashable {
         /// Blocking when nothing valid is stored, silent (in the background) when the
         /// scheduled time has passed, otherwise nothing.
@@ -88,18 +116,26 @@ public final class PinStore: Sendable {
     /// default: logger.warning("pin list update failed: \(report.error.map { "\($0)" } ?? "\(report.result)")")
     /// }
     /// ```
-    public enum UpdateActivity: Sendable, Hashable {
+    ///
+    /// Not an enum: a minor release may add activities; keep a `default` (or `_`) in a `switch`.
+    public struct UpdateActivity: Sendable, Hashable, CustomStringConvertible {
+        /// A stable name: the static member's, e.g. `"notDue"`.
+        public let name: String
+        init(_ name: String) { self.name = name }
+        /// ``name``.
+        public var description: String { name }
+
         /// The list server was asked; with ``UpdateResult/ok`` the list it served was verified
         /// and is in force (an unchanged list counts: it was checked again).
-        case downloaded
+        public static let downloaded = UpdateActivity("downloaded")
         /// A newer verified list that another process sharing the storage directory saved was
         /// taken instead of downloading (scheduled updates of ``PinStore/run()``).
-        case adoptedFromStoreFile
+        public static let adoptedFromStoreFile = UpdateActivity("adoptedFromStoreFile")
         /// A valid list is in force and an update was due: a download started in the
         /// background (``UpdateMode/default``) and the caller goes on with the pins it has.
-        case startedInBackground
+        public static let startedInBackground = UpdateActivity("startedInBackground")
         /// A valid list is in force and nothing was due: nothing was downloaded.
-        case notDue
+        public static let notDue = UpdateActivity("notDue")
     }
 
     /// The configuration the store was made with, less its `fallbackData`: the store keeps

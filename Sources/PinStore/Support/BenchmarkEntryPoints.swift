@@ -3,6 +3,11 @@ import Foundation
 /// What the benchmarks in `Benchmarks/` (a package of their own, never built by users) call to
 /// time internal work that no public API exposes on its own yet. Reached only through
 /// `@_spi(Benchmarks) import PinStore`; not part of the supported surface.
+///
+/// `@_spi`, not `package` access: `Fuzz/` and `Benchmarks/` are packages of their own, so that
+/// no user's build resolves their dependencies, and `package` declarations are visible only to
+/// targets of this package. An `@_spi` symbol stays out of the public interface users compile
+/// against and out of the API-breakage check (README, "Versions and API stability").
 @_spi(Benchmarks)
 public enum BenchmarkEntryPoints {
     /// Prepares the Certificate Transparency check of a new chain, as a connection would run it:

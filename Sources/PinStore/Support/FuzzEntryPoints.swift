@@ -6,6 +6,11 @@ import Foundation
 ///
 /// Each function takes arbitrary bytes and must return normally, whatever they are: an error
 /// is an answer, a trap or a sanitizer report is a bug.
+///
+/// `@_spi`, not `package` access: `Fuzz/` and `Benchmarks/` are packages of their own, so that
+/// no user's build resolves their dependencies, and `package` declarations are visible only to
+/// targets of this package. An `@_spi` symbol stays out of the public interface users compile
+/// against and out of the API-breakage check (README, "Versions and API stability").
 @_spi(Fuzzing)
 public enum FuzzEntryPoints {
     /// The list key the store-file and list targets verify against (the fixture key in

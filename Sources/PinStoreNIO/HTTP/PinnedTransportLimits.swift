@@ -48,34 +48,129 @@ public struct PinnedTransportLimits: Sendable, Hashable {
 
 /// What a server did that made the pinned transport end its request: the underlying error
 /// (`NSUnderlyingErrorKey`) of the `URLError` the request fails with.
-public enum PinnedTransportError: Error, Sendable, Hashable, CustomStringConvertible {
+///
+/// Not an enum: a minor release may bound more of what a server can do. Match on ``code``
+/// with a `default`, or compare (`error == .http2PushRefused`); the numbers and words a cause
+/// carries are ``limit`` and ``detail``.
+///
+/// ```swift
+/// if let cause = urlError.userInfo[NSUnderlyingErrorKey] as? PinnedTransportError {
+///     switch cause.code {
+///     case .responseTooLarge, .bufferedBodyBudgetExceeded: streamInstead()
+///     default: logger.warning("\(cause)")
+///     }
+/// }
+/// ```
+public struct PinnedTransportError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Which cause this is, without what it carries. A minor release may add members.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        /// A stable name: the cause's static member, e.g. `"responseTooLarge"`.
+        public let name: String
+        init(_ name: String) { self.name = name }
+        /// ``name``.
+        public var description: String { name }
+
+        /// ``PinnedTransportError/responseTooLarge(limit:)``.
+        public static let responseTooLarge = Code("responseTooLarge")
+        /// ``PinnedTransportError/bufferedBodyBudgetExceeded(budget:)``.
+        public static let bufferedBodyBudgetExceeded = Code("bufferedBodyBudgetExceeded")
+        /// ``PinnedTransportError/responseHeadTooLarge(limit:)``.
+        public static let responseHeadTooLarge = Code("responseHeadTooLarge")
+        /// ``PinnedTransportError/tooManyInformationalResponses(limit:)``.
+        public static let tooManyInformationalResponses = Code("tooManyInformationalResponses")
+        /// ``PinnedTransportError/http2ContinuationFlood``.
+        public static let http2ContinuationFlood = Code("http2ContinuationFlood")
+        /// ``PinnedTransportError/http2ControlFrameFlood``.
+        public static let http2ControlFrameFlood = Code("http2ControlFrameFlood")
+        /// ``PinnedTransportError/http2PushRefused``.
+        public static let http2PushRefused = Code("http2PushRefused")
+        /// ``PinnedTransportError/http2ProtocolViolation(_:)``.
+        public static let http2ProtocolViolation = Code("http2ProtocolViolation")
+        /// ``PinnedTransportError/http2GoAway(errorCode:)``.
+        public static let http2GoAway = Code("http2GoAway")
+    }
+
+    /// The causes this version knows; internal so that our own code must answer a new one.
+    enum Backing: Sendable, Hashable {
+        case responseTooLarge(limit: Int)
+        case bufferedBodyBudgetExceeded(budget: Int)
+        case responseHeadTooLarge(limit: Int)
+        case tooManyInformationalResponses(limit: Int)
+        case http2ContinuationFlood
+        case http2ControlFrameFlood
+        case http2PushRefused
+        case http2ProtocolViolation(String)
+        case http2GoAway(errorCode: String)
+    }
+
+    let backing: Backing
+
+    private init(_ backing: Backing) { self.backing = backing }
+
     /// The response body is larger than one buffered response may be
     /// (``PinnedTransportLimits/maximumBufferedBodySize``, or the budget when smaller).
-    case responseTooLarge(limit: Int)
+    public static func responseTooLarge(limit: Int) -> PinnedTransportError { .init(.responseTooLarge(limit: limit)) }
     /// The bodies being buffered for this configuration's sessions would pass
     /// ``PinnedTransportLimits/bufferedBodyBudget``.
-    case bufferedBodyBudgetExceeded(budget: Int)
+    public static func bufferedBodyBudgetExceeded(budget: Int) -> PinnedTransportError { .init(.bufferedBodyBudgetExceeded(budget: budget)) }
     /// The response head (status line, headers, 1xx responses before the final one; over
     /// HTTP/2 the header list) is larger than ``PinnedTransportLimits/maximumResponseHeadSize``.
-    case responseHeadTooLarge(limit: Int)
+    public static func responseHeadTooLarge(limit: Int) -> PinnedTransportError { .init(.responseHeadTooLarge(limit: limit)) }
     /// More informational (1xx) responses than ``PinnedTransportLimits/maximumInformationalResponses``.
-    case tooManyInformationalResponses(limit: Int)
+    public static func tooManyInformationalResponses(limit: Int) -> PinnedTransportError { .init(.tooManyInformationalResponses(limit: limit)) }
     /// HTTP/2: a header block split over more CONTINUATION frames in a row than allowed.
-    case http2ContinuationFlood
+    public static let http2ContinuationFlood = PinnedTransportError(.http2ContinuationFlood)
     /// HTTP/2: PING, SETTINGS or other control frames faster than allowed, or more answers to
     /// them waiting to be sent than allowed (a server that sends but does not read).
-    case http2ControlFrameFlood
+    public static let http2ControlFrameFlood = PinnedTransportError(.http2ControlFrameFlood)
     /// HTTP/2: a PUSH_PROMISE, although the client announced `SETTINGS_ENABLE_PUSH = 0`.
-    case http2PushRefused
+    public static let http2PushRefused = PinnedTransportError(.http2PushRefused)
     /// HTTP/2: another connection error (flow control, protocol), with swift-nio-http2's words.
-    case http2ProtocolViolation(String)
+    public static func http2ProtocolViolation(_ detail: String) -> PinnedTransportError { .init(.http2ProtocolViolation(detail)) }
     /// HTTP/2: the server ended the connection with an error (a GOAWAY frame whose error code
     /// is not NO_ERROR) while the request was open.
-    case http2GoAway(errorCode: String)
+    public static func http2GoAway(errorCode: String) -> PinnedTransportError { .init(.http2GoAway(errorCode: errorCode)) }
+
+    /// Which cause this is.
+    public var code: Code {
+        switch backing {
+        case .responseTooLarge: .responseTooLarge
+        case .bufferedBodyBudgetExceeded: .bufferedBodyBudgetExceeded
+        case .responseHeadTooLarge: .responseHeadTooLarge
+        case .tooManyInformationalResponses: .tooManyInformationalResponses
+        case .http2ContinuationFlood: .http2ContinuationFlood
+        case .http2ControlFrameFlood: .http2ControlFrameFlood
+        case .http2PushRefused: .http2PushRefused
+        case .http2ProtocolViolation: .http2ProtocolViolation
+        case .http2GoAway: .http2GoAway
+        }
+    }
+
+    /// The bound that was passed, in bytes or responses (the budget for
+    /// ``bufferedBodyBudgetExceeded(budget:)``); nil for the causes without one.
+    public var limit: Int? {
+        switch backing {
+        case .responseTooLarge(let limit), .bufferedBodyBudgetExceeded(let limit), .responseHeadTooLarge(let limit),
+             .tooManyInformationalResponses(let limit): limit
+        default: nil
+        }
+    }
+
+    /// swift-nio-http2's words for ``http2ProtocolViolation(_:)``, the GOAWAY error code for
+    /// ``http2GoAway(errorCode:)``; nil for the other causes.
+    public var detail: String? {
+        switch backing {
+        case .http2ProtocolViolation(let detail), .http2GoAway(let detail): detail
+        default: nil
+        }
+    }
+
+    /// Whether `error` is of the kind `code`, whatever it carries (`case .responseTooLarge:`).
+    public static func ~= (code: Code, error: PinnedTransportError) -> Bool { error.code == code }
 
     /// The cause in a sentence, for a log line or an error message.
     public var description: String {
-        switch self {
+        switch backing {
         case .responseTooLarge(let limit):
             "The response body is larger than \(limit) bytes, the most a pinned session buffers for one completion handler; use a delegate-based data task to receive it in pieces."
         case .bufferedBodyBudgetExceeded(let budget):

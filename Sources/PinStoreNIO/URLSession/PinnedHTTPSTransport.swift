@@ -503,7 +503,7 @@ final class PinnedHTTPSTransport: Sendable {
     static func urlError(for failure: PinnedHTTPFailure, url: URL) -> URLError {
         switch failure {
         case .pinning(let pinning):
-            if case .transportSecurityNotMet(let violation) = pinning.reason,
+            if let violation = pinning.reason.transportSecurityViolation,
                violation.requirement == .minimumTLSVersion || violation.requirement == .forwardSecrecy {
                 return urlError(.secureConnectionFailed, url,
                                 "The TLS handshake with \(pinning.host) fell short of a transport minimum, so no request was sent: \(pinning)",
@@ -522,7 +522,7 @@ final class PinnedHTTPSTransport: Sendable {
         case .connectionLost(let detail):
             return urlError(.networkConnectionLost, url, detail)
         case .misbehaving(let cause):
-            switch cause {
+            switch cause.backing {
             case .responseTooLarge, .bufferedBodyBudgetExceeded:
                 return urlError(.dataLengthExceedsMaximum, url, cause.description, underlying: cause)
             case .responseHeadTooLarge, .tooManyInformationalResponses, .http2ContinuationFlood, .http2ControlFrameFlood,
