@@ -56,22 +56,31 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// every pooled re-check makes a HostName.
     @inline(__always)
     static func isAlreadyNormalized(_ name: String) -> Bool {
-        let dot = UInt8(ascii: ".")
-        return name.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+        name.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            let dot = UInt8(ascii: ".")
             guard let last = bytes.last, last != dot else { return false }
-            var valid = true
-            // Starting as if after a dot makes a leading dot an empty label.
-            var previousWasDot = true
+            // Flags gathered without branches: bit 0 for a byte that is neither a plain character
+            // nor a dot, and for an empty label. Starting as if after a dot makes a leading dot an
+            // empty label.
+            var bad: UInt64 = 0
+            var previousWasDot: UInt64 = 1
             for byte in bytes {
-                let isDot = byte == dot
-                let plain = byte &- UInt8(ascii: "a") < 26 || byte &- UInt8(ascii: "0") < 10
-                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "*")
-                valid = valid && (plain || (isDot && !previousWasDot))
+                let isDot: UInt64 = byte == dot ? 1 : 0
+                // The plain characters as one bit each in two words (bytes 0-63, 64-127); a byte
+                // at 128 or above is never plain.
+                let word = byte < 64 ? Self.plainBelow64 : Self.plainFrom64
+                let plain = (word &>> UInt64(byte & 63)) & (byte < 128 ? 1 : 0) & 1
+                bad |= ((plain | isDot) ^ 1) | (isDot & previousWasDot)
                 previousWasDot = isDot
             }
-            return valid
+            return bad == 0
         } ?? false
     }
+
+    /// Bytes 0-63 that ``isAlreadyNormalized(_:)`` takes as they are: `*`, `-` and the digits.
+    private static var plainBelow64: UInt64 { (1 << 0x2A) | (1 << 0x2D) | (0x3FF << 0x30) }
+    /// Bytes 64-127 that it takes: `_` and the lowercase letters.
+    private static var plainFrom64: UInt64 { (1 << (0x5F - 64)) | (0x3FF_FFFF << (0x61 - 64)) }
 
     private static func isHostByte(_ byte: UInt8) -> Bool {
         switch byte {

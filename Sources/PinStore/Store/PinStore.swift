@@ -339,7 +339,7 @@ public final class PinStore: Sendable {
     /// leaf with compliant SCTs here too; this used to answer `.trusted` without them when no
     /// static policy or deny pin was configured.
     public func validate(commonName: String, certificateChain: [Data]) -> ValidationResult {
-        guard let chain = ValidatedChain(uncheckedCertificates: certificateChain) else { return .untrusted }
+        guard let chain = ValidatedChain(alreadyValidatedByCaller: certificateChain) else { return .untrusted }
         return validate(commonName: commonName, evidence: .validated(chain))
     }
 
