@@ -57,30 +57,34 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     @inline(__always)
     static func isAlreadyNormalized(_ name: String) -> Bool {
         name.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            let dot = UInt8(ascii: ".")
-            guard let last = bytes.last, last != dot else { return false }
-            // Flags gathered without branches: bit 0 for a byte that is neither a plain character
-            // nor a dot, and for an empty label. Starting as if after a dot makes a leading dot an
-            // empty label.
-            var bad: UInt64 = 0
-            var previousWasDot: UInt64 = 1
-            for byte in bytes {
-                let isDot: UInt64 = byte == dot ? 1 : 0
-                // The plain characters as one bit each in two words (bytes 0-63, 64-127); a byte
-                // at 128 or above is never plain.
-                let word = byte < 64 ? Self.plainBelow64 : Self.plainFrom64
-                let plain = (word &>> UInt64(byte & 63)) & (byte < 128 ? 1 : 0) & 1
-                bad |= ((plain | isDot) ^ 1) | (isDot & previousWasDot)
-                previousWasDot = isDot
+            guard let last = bytes.last, last != UInt8(ascii: ".") else { return false }
+            return byteClasses.withUnsafeBufferPointer { classes in
+                // Flags gathered without branches: a byte of no class, and a dot after a dot
+                // (an empty label). Starting as if after a dot makes a leading dot one too.
+                var bad: UInt8 = 0
+                var previousWasDot: UInt8 = 1
+                for byte in bytes {
+                    let byteClass = classes[Int(byte)]
+                    let isDot = byteClass >> 1
+                    bad |= (byteClass == 0 ? 1 : 0) | (isDot & previousWasDot)
+                    previousWasDot = isDot
+                }
+                return bad == 0
             }
-            return bad == 0
         } ?? false
     }
 
-    /// Bytes 0-63 that ``isAlreadyNormalized(_:)`` takes as they are: `*`, `-` and the digits.
-    private static var plainBelow64: UInt64 { (1 << 0x2A) | (1 << 0x2D) | (0x3FF << 0x30) }
-    /// Bytes 64-127 that it takes: `_` and the lowercase letters.
-    private static var plainFrom64: UInt64 { (1 << (0x5F - 64)) | (0x3FF_FFFF << (0x61 - 64)) }
+    /// For ``isAlreadyNormalized(_:)``, by byte: 1 for a character a normalized name keeps as it
+    /// is (lowercase ASCII letters, digits, `-`, `_`, `*`), 2 for a dot, 0 for anything else.
+    /// One load a byte: every `validate` and every pooled re-check makes a HostName.
+    private static let byteClasses: [UInt8] = (0...255).map { (byte: Int) -> UInt8 in
+        switch UInt8(byte) {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "*"): 1
+        case UInt8(ascii: "."): 2
+        default: 0
+        }
+    }
 
     private static func isHostByte(_ byte: UInt8) -> Bool {
         switch byte {
@@ -119,7 +123,7 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// documentation). Lowercases ASCII and drops one trailing dot. One pass over the bytes; the
     /// common case (already lowercase, no trailing dot) returns `name` itself without copying.
     @inline(__always)
-    package static func lookupKey(_ name: String) -> String? {
+    static func lookupKey(_ name: String) -> String? {
         // Native strings are contiguous UTF-8: scanning the buffer costs a few cycles a byte,
         // which keeps `validate` as fast as it was before names were checked.
         let scan = name.utf8.withContiguousStorageIfAvailable(scanBytes) ?? scanBytes(Array(name.utf8))

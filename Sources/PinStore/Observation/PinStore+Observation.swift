@@ -121,7 +121,7 @@ extension PinStore {
     /// it, and `other` for everything else, so a hostile or unbounded set of hosts cannot grow
     /// the label set beyond what the configuration and the lists name.
     func metricsHost(_ host: String) -> String {
-        guard let key = HostName.lookupKey(host) else { return "other" }
+        guard let key = (try? HostName(host))?.text else { return "other" }
         let list = state.withLock { $0.list.index }
         for index in [list, fallbackIndex].compactMap({ $0 }) where index.exact[key] != nil { return key }
         if expectedNames?.contains(key) == true { return key }

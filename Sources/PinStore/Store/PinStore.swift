@@ -233,7 +233,7 @@ public final class PinStore: Sendable {
                                identifier: configuration.identifier, metricsFactory: metricsFactory ?? MetricsSystem.factory,
                                logger: logger ?? Logger(label: "PinStore", factory: { _ in SwiftLogNoOpLogHandler() }))
         }
-        let expectedNames = configuration.expectedCommonNames.map { Set($0.compactMap(HostName.lookupKey)) }
+        let expectedNames = configuration.expectedCommonNames.map { Set($0.compactMap { (try? HostName($0))?.text }) }
         self.expectedNames = expectedNames
         let certificateTransparency = CertificateTransparencyChecker(
             configuration: configuration, transportSecurity: transportSecurity, logger: self.logger,
