@@ -21,6 +21,8 @@ final class PinnedConnections: Sendable {
     let logger: Logger
     private let admitted = Locked<[ObjectIdentifier: Admitted]>([:])
     private let listChangeToken = Locked<UInt64?>(nil)
+    /// The closes ``listChanged()`` started and nobody has awaited yet.
+    private let closing = Locked<[EventLoopFuture<Void>]>([])
 
     struct Admitted: Sendable {
         let channel: any Channel
@@ -42,7 +44,8 @@ final class PinnedConnections: Sendable {
         self.updateOnMismatch = updateOnMismatch
         self.logger = logger ?? Logger(label: "PinStoreAsyncHTTPClient", factory: { _ in SwiftLogNoOpLogHandler() })
         // Weak: the store outlives clients; the handler goes when the configuration does.
-        let token = store.addListChangeHandler { [weak self] in self?.listChanged() }
+        let token = store.addListChangeHandler({ [weak self] in self?.listChanged() },
+                                               settled: { [weak self] in await self?.closesSettled() })
         listChangeToken.withLock { $0 = token }
     }
 
@@ -168,10 +171,10 @@ final class PinnedConnections: Sendable {
 
     /// After a list change: starts closing every admitted connection whose leaf the new list
     /// no longer allows, and returns without waiting for the closes (the store calls it from
-    /// its update, on a download task or an event loop: neither may block on a channel).
-    /// AsyncHTTPClient drops a connection from its pool once its close completes; a request
-    /// leased to it before that is stopped by the connection's ``AdmissionGateHandler``, which
-    /// re-checks before the first byte goes out.
+    /// its update, on a download task or an event loop: neither may block on a channel). The
+    /// store's `update()` awaits them (``closesSettled()``) before it returns, so AsyncHTTPClient
+    /// has dropped those connections by then; a request leased to one before that is stopped
+    /// by the connection's ``AdmissionGateHandler``, which re-checks before the first byte.
     func listChanged() {
         let connections = admitted.withLock { Array($0.values) }
         var verdicts: [Admitted.Key: Bool] = [:]
@@ -186,7 +189,17 @@ final class PinnedConnections: Sendable {
             guard !allowed else { continue }
             logger.debug("closing a pinned connection the new list no longer allows")
             connection.channel.close(promise: nil)
+            closing.withLock { $0.append(connection.channel.closeFuture) }
         }
+    }
+
+    /// Waits, without blocking a thread, for the closes ``listChanged()`` started.
+    func closesSettled() async {
+        let futures = closing.withLock { futures in
+            defer { futures.removeAll() }
+            return futures
+        }
+        for future in futures { try? await future.get() }
     }
 
     /// How many admitted connections are open (tests).

@@ -364,7 +364,10 @@ public final class PinStore: Sendable {
 
     /// Like ``update(mode:)``, with the detailed error behind a failure.
     public func updateWithReport(mode: UpdateMode = .default) async -> UpdateReport {
-        await updater.update(mode: mode)
+        let report = await updater.update(mode: mode)
+        // Connections the new list refused are closed (asynchronously) before this returns.
+        await settleListChanges()
+        return report
     }
 
     /// ``update(mode:)`` for delegate-style code: `completion` runs on `completionQueue`.
