@@ -11,8 +11,9 @@ import PinStoreNIO
 /// AsyncHTTPClient calls ``initializer(then:)``'s closure on every new connection after the TLS
 /// handshake and its default verification, and schedules no request on the connection until
 /// the returned future succeeds. A refused connection is closed and the future fails with the
-/// `PinningFailure`. An admitted one gets a ``ListChangeGate`` and is remembered until it
-/// closes, so a list update that withdraws its pin closes it (``listChanged()``).
+/// `PinningFailure`. An admitted one gets an ``AdmissionGateHandler`` (the `AdmissionGate`
+/// the pinned URLSession's pool uses too) and is remembered until it closes, so a list update
+/// that withdraws its pin closes it (``listChanged()``).
 final class PinnedConnections: Sendable {
     let store: PinStore
     let updateOnEmpty: Bool
@@ -20,6 +21,8 @@ final class PinnedConnections: Sendable {
     let logger: Logger
     private let admitted = Locked<[ObjectIdentifier: Admitted]>([:])
     private let listChangeToken = Locked<UInt64?>(nil)
+    /// The closes ``listChanged()`` started and nobody has awaited yet.
+    private let closing = Locked<[EventLoopFuture<Void>]>([])
 
     struct Admitted: Sendable {
         let channel: any Channel
@@ -41,7 +44,8 @@ final class PinnedConnections: Sendable {
         self.updateOnMismatch = updateOnMismatch
         self.logger = logger ?? Logger(label: "PinStoreAsyncHTTPClient", factory: { _ in SwiftLogNoOpLogHandler() })
         // Weak: the store outlives clients; the handler goes when the configuration does.
-        let token = store.addListChangeHandler { [weak self] in self?.listChanged() }
+        let token = store.addListChangeHandler({ [weak self] in self?.listChanged() },
+                                               settled: { [weak self] in await self?.closesSettled() })
         listChangeToken.withLock { $0 = token }
     }
 
@@ -146,48 +150,56 @@ final class PinnedConnections: Sendable {
         }
         do {
             let tls = try channel.pipeline.syncOperations.handler(type: NIOSSLHandler.self)
-            let gate = ListChangeGate(store: store, leaf: leaf, peerAddress: peerAddress, generation: generation)
-            try channel.pipeline.syncOperations.addHandler(gate, position: .after(tls))
+            let gate = AdmissionGate(evidence: .leaf(leaf, peerAddress: peerAddress), admittedUnder: generation)
+            try channel.pipeline.syncOperations.addHandler(AdmissionGateHandler(store: store, gate: gate), position: .after(tls))
         } catch {
             channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(error)
         }
+        remember(channel, leaf: leaf, peerAddress: peerAddress)
+        return channel.eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// Keeps `channel` among the admitted connections until it closes.
+    func remember(_ channel: any Channel, leaf: Data, peerAddress: String?) {
         let id = ObjectIdentifier(channel)
         admitted.withLock { $0[id] = Admitted(channel: channel, leaf: leaf, peerAddress: peerAddress) }
         channel.closeFuture.whenComplete { [weak self] _ in
             _ = self?.admitted.withLock { $0.removeValue(forKey: id) }
         }
-        return channel.eventLoop.makeSucceededVoidFuture()
     }
 
-    /// After a list change: closes every admitted connection whose leaf the new list no longer
-    /// allows. A request racing with the close is stopped by the connection's gate.
-    ///
-    /// Called by the store before its update returns. Off the event loops it also waits for the
-    /// closes to complete (AsyncHTTPClient's pool has then dropped those connections), so a
-    /// request made after `update()` returned opens a new connection and is decided afresh.
+    /// After a list change: starts closing every admitted connection whose leaf the new list
+    /// no longer allows, and returns without waiting for the closes (the store calls it from
+    /// its update, on a download task or an event loop: neither may block on a channel). The
+    /// store's `update()` awaits them (``closesSettled()``) before it returns, so AsyncHTTPClient
+    /// has dropped those connections by then; a request leased to one before that is stopped
+    /// by the connection's ``AdmissionGateHandler``, which re-checks before the first byte.
     func listChanged() {
         let connections = admitted.withLock { Array($0.values) }
         var verdicts: [Admitted.Key: Bool] = [:]
-        var closing: [EventLoopFuture<Void>] = []
-        defer {
-            if MultiThreadedEventLoopGroup.currentEventLoop == nil {
-                for future in closing { try? future.wait() }
-            }
-        }
         for connection in connections {
             let allowed: Bool
             if let known = verdicts[connection.key] {
                 allowed = known
             } else {
-                allowed = store.leafDecision(leaf: connection.leaf, peerAddress: connection.peerAddress).isAllowed
+                allowed = store.stillAdmits(.leaf(connection.leaf, peerAddress: connection.peerAddress))
                 verdicts[connection.key] = allowed
             }
             guard !allowed else { continue }
             logger.debug("closing a pinned connection the new list no longer allows")
             connection.channel.close(promise: nil)
-            closing.append(connection.channel.closeFuture)
+            closing.withLock { $0.append(connection.channel.closeFuture) }
         }
+    }
+
+    /// Waits, without blocking a thread, for the closes ``listChanged()`` started.
+    func closesSettled() async {
+        let futures = closing.withLock { futures in
+            defer { futures.removeAll() }
+            return futures
+        }
+        for future in futures { try? await future.get() }
     }
 
     /// How many admitted connections are open (tests).
@@ -196,46 +208,45 @@ final class PinnedConnections: Sendable {
     }
 }
 
-/// Sits between AsyncHTTPClient's HTTP handlers and TLS on an admitted connection: when the list
-/// has changed since the connection was admitted, it checks the leaf again before letting a byte
-/// out, so a connection whose pin was withdrawn never carries another request, even one
-/// scheduled in the moment before ``PinnedConnections/listChanged()`` closed it.
-final class ListChangeGate: ChannelOutboundHandler, RemovableChannelHandler {
+/// Sits between AsyncHTTPClient's HTTP handlers and TLS on an admitted connection and asks the
+/// connection's ``AdmissionGate`` before letting a byte out: when the list has changed since
+/// the connection was admitted, the leaf is checked again first, so a connection whose pin was
+/// withdrawn never carries another request, even one scheduled in the moment before
+/// ``PinnedConnections/listChanged()`` closed it.
+final class AdmissionGateHandler: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = Any
     typealias OutboundOut = Any
 
     private let store: PinStore
-    private let leaf: Data
-    private let peerAddress: String?
-    private var generation: UInt64
+    private var gate: AdmissionGate
     private var refusal: PinningFailure?
 
-    init(store: PinStore, leaf: Data, peerAddress: String?, generation: UInt64) {
+    init(store: PinStore, gate: AdmissionGate) {
         self.store = store
-        self.leaf = leaf
-        self.peerAddress = peerAddress
-        self.generation = generation
+        self.gate = gate
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         // Requests on a pooled connection make no pin check: keep the store on its schedule.
         store.noteUse()
-        if refusal == nil {
-            let current = store.listGeneration
-            if current != generation {
-                let decision = store.leafDecision(leaf: leaf, peerAddress: peerAddress)
-                if let failure = decision.failure {
-                    refusal = failure
-                    context.close(promise: nil)
-                } else {
-                    generation = current
-                }
-            }
+        if refusal == nil, store.admit(&gate).verdict != .admit {
+            // The reason a new connection would be refused with (reported there, not here).
+            let failure = gate.evidence.leafFailure(store) ?? PinningFailure(host: "?", reason: .pinMismatch)
+            refusal = failure
+            context.close(promise: nil)
         }
         if let refusal {
             promise?.fail(refusal)
             return
         }
         context.write(data, promise: promise)
+    }
+}
+
+extension AdmissionGate.Evidence {
+    /// The leaf decision's failure under the list in force, for a refused write's error.
+    fileprivate func leafFailure(_ store: PinStore) -> PinningFailure? {
+        guard case .leaf(let leaf, let peerAddress) = self else { return nil }
+        return store.leafDecision(leaf: leaf, peerAddress: peerAddress).failure
     }
 }

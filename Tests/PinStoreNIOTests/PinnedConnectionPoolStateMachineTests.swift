@@ -1,11 +1,12 @@
+import PinStore
 @testable import PinStoreNIO
 import Testing
 
 /// The pool's decisions, driven without sockets: events in, actions out.
 @Suite struct PinnedConnectionPoolStateMachineTests {
     typealias Machine = PinnedConnectionPoolStateMachine
-    let a = Machine.Key(host: "a.example", port: 443)
-    let b = Machine.Key(host: "b.example", port: 443)
+    let a = Machine.Key(host: HostName(normalized: "a.example"), port: 443)
+    let b = Machine.Key(host: HostName(normalized: "b.example"), port: 443)
 
     /// A machine with one established, idle connection (id 1) for `a`, after request 1.
     func machineWithIdleConnection(limit: Int = 2) -> Machine {
@@ -43,7 +44,7 @@ import Testing
 
     @Test func sameHostOnAnotherPortIsAnotherKey() {
         var machine = machineWithIdleConnection()
-        let otherPort = Machine.Key(host: "a.example", port: 8443)
+        let otherPort = Machine.Key(host: HostName(normalized: "a.example"), port: 8443)
         #expect(machine.executeRequest(2, key: otherPort) == [.createConnection(2, otherPort)])
     }
 

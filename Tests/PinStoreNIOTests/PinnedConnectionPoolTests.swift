@@ -404,9 +404,29 @@ import Testing
 
     @Test func internationalizedHostIsUsedInItsASCIIForm() throws {
         let target = try PinnedHTTPSTransport.target(of: URL(string: "https://bücher.example/x?y=1")!)
-        #expect(target.key.host == "xn--bcher-kva.example")
+        #expect(target.key.host.text == "xn--bcher-kva.example")
         #expect(target.hostHeader == "xn--bcher-kva.example")
         #expect(target.uri == "/x?y=1")
+    }
+
+    @Test func poolKeyIsTheNormalizedHost() throws {
+        let plain = try PinnedHTTPSTransport.target(of: URL(string: "https://api.example.com:8443/a")!)
+        let written = try PinnedHTTPSTransport.target(of: URL(string: "https://API.Example.com.:8443/b")!)
+        #expect(written.key == plain.key)
+        #expect(written.key.host.text == "api.example.com")
+        let bracketed = try PinnedHTTPSTransport.target(of: URL(string: "https://[0:0::1]:8443/")!)
+        #expect(bracketed.key.host.text == "::1")
+        #expect(bracketed.key == PinnedConnectionPool.Key(host: try HostName("::1"), port: 8443))
+    }
+
+    @Test func hostWrittenTwoWaysSharesOnePooledConnection() async throws {
+        let server = try await Self.localhostServer()
+        defer { Task { await server.shutdown() } }
+        let session = try session(try Pins.good())
+        #expect(try await text(session, "https://localhost:\(server.port)/hello") == "hello over a pinned connection")
+        #expect(try await text(session, "https://LOCALHOST.:\(server.port)/hello") == "hello over a pinned connection")
+        #expect(server.connectionCount == 1)
+        #expect(server.requests.withLock { $0 }.count == 2)
     }
 
     @Test func manyConcurrentTasksOfEveryKindCompleteWithoutCrashing() async throws {

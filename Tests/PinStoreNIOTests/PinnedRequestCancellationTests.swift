@@ -44,7 +44,7 @@ import Testing
     func request(_ path: String, port: Int) -> PinnedConnectionPool.Request {
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: "localhost:\(port)")
-        return PinnedConnectionPool.Request(key: .init(host: "localhost", port: port),
+        return PinnedConnectionPool.Request(key: .init(host: HostName(normalized: "localhost"), port: port),
                                             head: HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers),
                                             body: nil, timeout: .seconds(10))
     }
@@ -89,7 +89,7 @@ import Testing
             Issue.record("expected a timeout, got \(ended)")
             return
         }
-        #expect(pool.connectionCount(for: .init(host: "localhost", port: server.port)) == 0)
+        #expect(pool.connectionCount(for: .init(host: HostName(normalized: "localhost"), port: server.port)) == 0)
     }
 
     @Test func aCancelledRequestsConnectionLeavesThePoolBeforeTheCallerHearsOfTheCancellation() async throws {
@@ -113,7 +113,7 @@ import Testing
             Issue.record("expected a cancellation, got \(ended)")
             return
         }
-        #expect(pool.connectionCount(for: .init(host: "localhost", port: server.port)) == 0)
+        #expect(pool.connectionCount(for: .init(host: HostName(normalized: "localhost"), port: server.port)) == 0)
     }
 
     /// A connection that fails once nobody waits for it any more (its request was cancelled
@@ -132,7 +132,7 @@ import Testing
             Issue.record("expected a cancellation, got \(ended)")
             return
         }
-        let key = PinnedConnectionPool.Key(host: "localhost", port: listener.port)
+        let key = PinnedConnectionPool.Key(host: HostName(normalized: "localhost"), port: listener.port)
         // The handshake to the silent listener gives up after 300 ms.
         for _ in 0..<1_000 where pool.connectionCount(for: key) > 0 {
             try await Task.sleep(for: .milliseconds(10))

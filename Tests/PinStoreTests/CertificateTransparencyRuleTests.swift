@@ -101,7 +101,7 @@ import PinStoreSigning
     @Test func aPrivateAnchorInsideAPublicChainDoesNotExemptIt() throws {
         let checker = CertificateTransparencyChecker(defaultMode: .enforce)
         checker.registerPrivateAnchors([try TestResources.certificate("pki/intermediate-ca.pem")])
-        let throughRoot = try #require(ValidatedChain(uncheckedCertificates: try TestResources.chainDER("pki/localhost-chain.pem")
+        let throughRoot = try #require(ValidatedChain(alreadyValidatedByCaller: try TestResources.chainDER("pki/localhost-chain.pem")
             + [try TestResources.certificate("pki/root-ca.pem").derRepresentation]))
         let decision = Self.rules(.enforce, checker: checker).decide(try Self.context(.validated(throughRoot), pins: Self.pinnedLocalhost(), logs: Self.logList()))
         #expect(decision.failure?.reason.isCertificateTransparency == true)
@@ -181,7 +181,7 @@ import PinStoreSigning
         let pki = try TestPKI(hosts: ["localhost"])
         let log = try TestCTLog()
         let leaf = try pki.issueLeaf(for: ["localhost"], embedding: [TestSCT(log: log)], corruption: .duplicatedExtension)
-        let chain = try #require(ValidatedChain(uncheckedCertificates: leaf.chainDER + [pki.root.derRepresentation]))
+        let chain = try #require(ValidatedChain(alreadyValidatedByCaller: leaf.chainDER + [pki.root.derRepresentation]))
         let pins = [FingerprintEntry(name: "localhost", fingerprint: leaf.certificate.fingerprint, expires: 4_102_444_799)]
         let checker = CertificateTransparencyChecker(defaultMode: .enforce, checksPrivateAnchors: true)
         let decision = Self.rules(.enforce, checker: checker).decide(try Self.context(.validated(chain), pins: pins, logs: Self.logList()))

@@ -6,7 +6,7 @@ import Testing
 /// The rules of ``PinningRules``, each on its own, then their order.
 @Suite struct PinningRulesTests {
     static func chain(_ name: String) throws -> ValidatedChain {
-        try #require(ValidatedChain(uncheckedCertificates: try TestResources.chainDER("pki/\(name)-chain.pem")))
+        try #require(ValidatedChain(alreadyValidatedByCaller: try TestResources.chainDER("pki/\(name)-chain.pem")))
     }
 
     static func leafOnly(_ name: String) throws -> ChainEvidence {

@@ -45,7 +45,7 @@ import Testing
         #expect(Self.rules(adding: []).leafDecision(leaf, tables: tables, now: Self.now).isAllowed)
         let rules = Self.rules(adding: [RefusesOneHost(host: "vault.pinstore.test")])
         // The chain-aware decision refuses the chain for that host...
-        let chain = try #require(ValidatedChain(uncheckedCertificates: [try StoreFixtures.der("wildcard"), try StoreFixtures.der("intermediate-ca")]))
+        let chain = try #require(ValidatedChain(alreadyValidatedByCaller: [try StoreFixtures.der("wildcard"), try StoreFixtures.der("intermediate-ca")]))
         let connection = PinningContext(host: try HostName("vault.pinstore.test"), requestedName: "vault.pinstore.test",
                                         evidence: .validated(chain), list: tables.list, fallback: tables.fallback,
                                         domainsConfig: nil, now: Self.now)

@@ -142,18 +142,16 @@ public struct ChainValidator: Sendable {
     }
 
     private static func setHost(_ hostname: String, on parameters: OpaquePointer?) throws(ChainValidationError) {
-        var host = hostname
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        if host.hasSuffix(".") { host.removeLast() }
-        guard !host.isEmpty, !host.utf8.contains(0) else {
+        guard !hostname.isEmpty else {
             throw ChainValidationError(.hostnameMismatch, depth: 0, detail: "No host name was given to check the certificate against.")
         }
-        let rc: Int32
-        // OpenSSL reads a leading dot as "any subdomain of": a name with an empty label is
-        // refused here, before it reaches X509_VERIFY_PARAM_set1_host.
-        guard IPAddress.isLiteral(host) || HostName.lookupKey(host) != nil else {
-            throw ChainValidationError(.hostnameMismatch, depth: 0, detail: "\"\(hostname)\" is not a host name: it has an empty label (a leading dot or \"..\") or a control character.")
+        // OpenSSL reads a leading dot as "any subdomain of", and a NUL can make two layers see
+        // two names: HostName refuses both (and any other name that cannot be a host) before
+        // X509_VERIFY_PARAM_set1_host, and drops brackets and a trailing dot.
+        guard let host = (try? HostName(hostname))?.text else {
+            throw ChainValidationError(.hostnameMismatch, depth: 0, detail: HostName.problem(hostname))
         }
+        let rc: Int32
         if IPAddress.isLiteral(host) {
             rc = X509_VERIFY_PARAM_set1_ip_asc(parameters, host)
         } else {

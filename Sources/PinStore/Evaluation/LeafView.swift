@@ -63,7 +63,7 @@ struct LeafView: Sendable {
         for name in written {
             // A name we cannot read as a host (an empty label, two trailing dots) may still be
             // one swift-nio-ssl matches: refuse the leaf rather than leave a host undecided.
-            guard let key = HostName.lookupKey(name) else {
+            guard let key = (try? HostName(name))?.text else {
                 throw PinningFailure(host: name, reason: .chainNotTrusted(ChainValidationError(.hostnameMismatch, depth: 0, detail:
                     "The leaf names \(String(reflecting: name)), which is not a host name this adapter can decide for.")))
             }

@@ -116,22 +116,15 @@ extension PinStore {
         return .deny(detailed)
     }
 
-    /// Whether a pooled connection admitted with `validatedChain` for `host` may still carry
-    /// requests under the list in force: the pin decision again (not reported), so a connection
-    /// admitted in report-only mode or by ``DomainsConfig`` is kept exactly as long as a new
-    /// connection would be admitted.
-    package func stillAdmits(host: String, validatedChain: [Data]) -> Bool {
-        pinDecision(host: host, validatedChain: validatedChain).isAllowed
-    }
-
-    /// The pin decision (not reported) for `host` over a chain the normal trust evaluation
-    /// already validated: what a pooled connection is checked against again.
-    package func pinDecision(host: String, validatedChain: [Data]) -> PinningDecision {
+    /// The pin decision (not reported) for `host` over a chain the caller vouches was validated
+    /// by the normal trust evaluation (tests: the adapters keep the ``ValidatedChain`` their
+    /// evaluation made, and re-check through ``stillAdmits(_:)``).
+    func pinDecision(host: String, validatedChain: [Data]) -> PinningDecision {
         guard let name = try? HostName(host) else {
             return .deny(PinningFailure(host: host, reason: .chainNotTrusted(
                 ChainValidationError(.hostnameMismatch, depth: 0, detail: HostName.problem(host)))))
         }
-        guard let chain = ValidatedChain(uncheckedCertificates: validatedChain) else {
+        guard let chain = ValidatedChain(alreadyValidatedByCaller: validatedChain) else {
             // Never skip the rules for a chain we cannot read: refuse.
             return .deny(PinningFailure(host: host, reason: .chainNotTrusted(ChainValidationError(
                 .malformedCertificate, depth: 0, detail: "The verified chain could not be read back for the pin rules."))))

@@ -3,18 +3,22 @@ import Foundation
 /// A chain the normal trust evaluation validated (leaf first, anchor last), with the digests
 /// the pin rules compare: each certificate's SHA-256 and its SPKI's SHA-256.
 ///
-/// The evaluator makes it only from the output of ``ChainValidator`` (or the platform's trust
-/// evaluation on Apple platforms), through ``init(trustEvaluationOutput:)``; every other maker
-/// says that it vouches for the chain itself (``init(uncheckedCertificates:)``).
-struct ValidatedChain: Sendable {
+/// The proof that trust was evaluated, carried from the evaluation to every later pin check
+/// (rustls's `ServerCertVerified`): the evaluator makes it only from the output of
+/// ``ChainValidator`` (or the platform's trust evaluation on Apple platforms), through
+/// ``init(trustEvaluationOutput:)``, and the adapters keep the one they were handed (a pooled
+/// connection is checked again with the chain it was admitted with). The only other maker is
+/// ``init(alreadyValidatedByCaller:)``, for the public `[Data]` forms whose caller vouches for
+/// the chain; it is internal, so no adapter can take a presented chain for a validated one.
+package struct ValidatedChain: Sendable {
     /// DER, leaf first.
-    let certificates: [Data]
+    package let certificates: [Data]
     /// SHA-256 of each certificate's DER.
     let fingerprints: [Digest32]
     /// SHA-256 of each certificate's SubjectPublicKeyInfo DER.
     let keys: [Digest32]
 
-    var count: Int { certificates.count }
+    package var count: Int { certificates.count }
 
     /// SPKI digests by certificate digest. Parsing a certificate (OpenSSL 3 decodes its key
     /// through the provider framework) costs about a hundred times the rest of the pin check,
@@ -30,11 +34,12 @@ struct ValidatedChain: Sendable {
         self.init(der)
     }
 
-    /// A chain the caller says was validated, without proof: the public
-    /// ``PinStore/validate(commonName:certificateChain:)``, and a pooled connection checked again
-    /// with the chain its own decision returned. Loudly named so that no new call site takes a
-    /// presented chain for a validated one by accident.
-    init?(uncheckedCertificates der: [Data]) {
+    /// A chain the caller says was validated, without proof: only where a public `[Data]` form
+    /// promises in its documentation that the caller passes the output of a trust evaluation
+    /// (``PinStore/validate(commonName:certificateChain:)``), and in benchmarks and tests.
+    /// Loudly named so that no new call site takes a presented chain for a validated one by
+    /// accident; adapters never call it (they keep the chain their evaluation made).
+    init?(alreadyValidatedByCaller der: [Data]) {
         self.init(der)
     }
 

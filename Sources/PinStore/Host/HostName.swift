@@ -56,21 +56,34 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// every pooled re-check makes a HostName.
     @inline(__always)
     static func isAlreadyNormalized(_ name: String) -> Bool {
-        let dot = UInt8(ascii: ".")
-        return name.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            guard let last = bytes.last, last != dot else { return false }
-            var valid = true
-            // Starting as if after a dot makes a leading dot an empty label.
-            var previousWasDot = true
-            for byte in bytes {
-                let isDot = byte == dot
-                let plain = byte &- UInt8(ascii: "a") < 26 || byte &- UInt8(ascii: "0") < 10
-                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "*")
-                valid = valid && (plain || (isDot && !previousWasDot))
-                previousWasDot = isDot
+        name.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard let last = bytes.last, last != UInt8(ascii: ".") else { return false }
+            return byteClasses.withUnsafeBufferPointer { classes in
+                // Flags gathered without branches: a byte of no class, and a dot after a dot
+                // (an empty label). Starting as if after a dot makes a leading dot one too.
+                var bad: UInt8 = 0
+                var previousWasDot: UInt8 = 1
+                for byte in bytes {
+                    let byteClass = classes[Int(byte)]
+                    let isDot = byteClass >> 1
+                    bad |= (byteClass == 0 ? 1 : 0) | (isDot & previousWasDot)
+                    previousWasDot = isDot
+                }
+                return bad == 0
             }
-            return valid
         } ?? false
+    }
+
+    /// For ``isAlreadyNormalized(_:)``, by byte: 1 for a character a normalized name keeps as it
+    /// is (lowercase ASCII letters, digits, `-`, `_`, `*`), 2 for a dot, 0 for anything else.
+    /// One load a byte: every `validate` and every pooled re-check makes a HostName.
+    private static let byteClasses: [UInt8] = (0...255).map { (byte: Int) -> UInt8 in
+        switch UInt8(byte) {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "*"): 1
+        case UInt8(ascii: "."): 2
+        default: 0
+        }
     }
 
     private static func isHostByte(_ byte: UInt8) -> Bool {
@@ -110,7 +123,7 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// documentation). Lowercases ASCII and drops one trailing dot. One pass over the bytes; the
     /// common case (already lowercase, no trailing dot) returns `name` itself without copying.
     @inline(__always)
-    package static func lookupKey(_ name: String) -> String? {
+    static func lookupKey(_ name: String) -> String? {
         // Native strings are contiguous UTF-8: scanning the buffer costs a few cycles a byte,
         // which keeps `validate` as fast as it was before names were checked.
         let scan = name.utf8.withContiguousStorageIfAvailable(scanBytes) ?? scanBytes(Array(name.utf8))

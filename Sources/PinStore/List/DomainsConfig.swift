@@ -30,7 +30,7 @@ struct DomainsConfig: Sendable, Hashable {
     /// Normalized name -> whether that host needs pins.
     let domains: [String: Bool]
 
-    /// Whether the server says `host` (a ``HostName/lookupKey(_:)``) needs pins.
+    /// Whether the server says `host` (a ``HostName/text``) needs pins.
     func pinningRequired(for host: String) -> Bool {
         domains[host] ?? pinningRequiredForUnlisted
     }

@@ -64,8 +64,7 @@ public struct FingerprintListResponse: Sendable {
 extension URL {
     /// Whether the host is a loopback name or address (localhost, 127.0.0.0/8, ::1).
     var hasLoopbackHost: Bool {
-        guard var host = host?.lowercased() else { return false }
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard let host = host.flatMap({ try? HostName($0) })?.text else { return false }
         if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }

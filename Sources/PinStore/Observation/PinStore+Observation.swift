@@ -52,6 +52,7 @@ struct PinStoreObservers: Sendable {
     var decisionContinuations: [UInt64: AsyncStream<PinningEvent>.Continuation] = [:]
     var updateContinuations: [UInt64: AsyncStream<PinStore.UpdateReport>.Continuation] = [:]
     var listChangeHandlers: [UInt64: @Sendable () -> Void] = [:]
+    var listChangeSettlers: [UInt64: @Sendable () async -> Void] = [:]
     var nextToken: UInt64 = 0
 
     mutating func token() -> UInt64 {
@@ -122,7 +123,7 @@ extension PinStore {
     /// it, and `other` for everything else, so a hostile or unbounded set of hosts cannot grow
     /// the label set beyond what the configuration and the lists name.
     func metricsHost(_ host: String) -> String {
-        guard let key = HostName.lookupKey(host) else { return "other" }
+        guard let key = (try? HostName(host))?.text else { return "other" }
         let list = state.withLock { $0.list.index }
         for index in [list, fallbackIndex].compactMap({ $0 }) where index.exact[key] != nil { return key }
         if expectedNames?.contains(key) == true { return key }
@@ -140,17 +141,33 @@ extension PinStore {
     /// a newer list adopted from the store file). Adapters use it to drop pooled or cached
     /// trust that the new list no longer grants. Returns a token for
     /// ``removeListChangeHandler(_:)``.
-    package func addListChangeHandler(_ handler: @escaping @Sendable () -> Void) -> UInt64 {
+    ///
+    /// `handler` runs where the list changed (a download task, an event loop, a caller's
+    /// thread) and must not block. Work it starts and cannot finish there (closing connections)
+    /// is awaited by `settled`, which ``update(mode:)`` and ``updateWithReport(mode:)`` await
+    /// before they return: a request made after them does not meet what the new list refused.
+    package func addListChangeHandler(_ handler: @escaping @Sendable () -> Void,
+                                      settled: (@Sendable () async -> Void)? = nil) -> UInt64 {
         observers.withLock { observers in
             let token = observers.token()
             observers.listChangeHandlers[token] = handler
+            observers.listChangeSettlers[token] = settled
             return token
         }
     }
 
-    /// Unregisters a handler added with ``addListChangeHandler(_:)``.
+    /// Unregisters a handler added with ``addListChangeHandler(_:settled:)``.
     package func removeListChangeHandler(_ token: UInt64) {
-        _ = observers.withLock { $0.listChangeHandlers.removeValue(forKey: token) }
+        observers.withLock {
+            $0.listChangeHandlers.removeValue(forKey: token)
+            $0.listChangeSettlers.removeValue(forKey: token)
+        }
+    }
+
+    /// Awaits what the list-change handlers started (without blocking a thread).
+    func settleListChanges() async {
+        let settlers = observers.withLock { Array($0.listChangeSettlers.values) }
+        for settled in settlers { await settled() }
     }
 
     /// Ends every decision stream (from the store's `deinit`).

@@ -81,6 +81,15 @@ public struct PinningEvaluator: Sendable {
     /// a refusal around. Synchronous up to the update, so a TLS callback can run it on its
     /// event loop and leave only for ``PendingPinningDecision/decideAfterUpdate()``.
     package func begin(host: String, port: Int? = nil, presentedChain: [Data], at time: Date) -> PinningStep {
+        beginKeepingProof(host: host, port: port, presentedChain: presentedChain, at: time).step
+    }
+
+    /// ``begin(host:port:presentedChain:at:)``, with the proof the trust evaluation made: the
+    /// ``ValidatedChain`` and the ``HostName`` it was validated for (nil when trust refused the
+    /// chain). An adapter that keeps the connection keeps these, and re-checks it with them
+    /// (``AdmissionGate``) rather than with bytes.
+    package func beginKeepingProof(host: String, port: Int? = nil, presentedChain: [Data],
+                                   at time: Date) -> (step: PinningStep, proof: (host: HostName, chain: ValidatedChain)?) {
         let name: HostName
         let chain: ValidatedChain
         switch validate(host: host, presentedChain: presentedChain, at: time) {
@@ -89,10 +98,11 @@ public struct PinningEvaluator: Sendable {
         case .failure(let failure):
             let decision = PinningDecision.deny(failure)
             store.record(decision, host: host, port: port, servedChain: presentedChain, validatedChain: nil)
-            return .decided(decision)
+            return (.decided(decision), nil)
         }
-        return Self.step(store: store, host: name, requestedName: host, port: port, servedChain: presentedChain,
-                         validatedChain: chain, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch)
+        let step = Self.step(store: store, host: name, requestedName: host, port: port, servedChain: presentedChain,
+                             validatedChain: chain, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch)
+        return (step, (name, chain))
     }
 
     /// The pin rules over a chain the platform's normal evaluation validated (ours, or

@@ -60,11 +60,11 @@ struct HostPattern: Sendable, Hashable {
         func refuse(_ why: String) -> PinStoreError {
             PinStoreError(.invalidConfiguration, "policy domain \(String(reflecting: domain)): \(why).")
         }
-        guard let key = HostName.lookupKey(domain) else {
-            throw refuse("not a host name (empty, an empty label such as a leading dot, or a space or control character)")
-        }
-        guard HostName.hasHostCharacters(key) else {
-            throw refuse("characters no host name has: write the host alone, without a scheme, port or path")
+        let key: String
+        do {
+            key = try HostName(domain).text
+        } catch {
+            throw refuse(error.reason)
         }
         var kind: Kind
         var base: Substring
@@ -86,9 +86,9 @@ struct HostPattern: Sendable, Hashable {
         if key.hasPrefix("*"), subdomains != .none {
             throw refuse("subdomains cannot be combined with a wildcard; use `**.` or the plain domain")
         }
-        let bareBase = base.hasPrefix("[") && base.hasSuffix("]") ? base.dropFirst().dropLast() : base
-        let canonical = IPAddressText.canonical(String(bareBase))
-        if IPAddressText.isAddress(String(bareBase)) {
+        // HostName wrote an IPv6 address without brackets, in its canonical form.
+        let canonical = IPAddressText.canonical(String(base))
+        if IPAddressText.isAddress(String(base)) {
             guard kind == .exact else { throw refuse("an IP address matches only itself: no wildcard, no subdomains") }
             (kind, base) = (.address, canonical[...])
         } else if kind != .exact, base.split(separator: ".").last?.allSatisfy(\.isNumber) ?? true {
@@ -112,8 +112,7 @@ struct HostPattern: Sendable, Hashable {
         switch kind {
         case .exact: return host == base
         case .address:
-            let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-            return IPAddressText.canonical(bare) == base
+            return IPAddressText.canonical(host) == base
         case .oneLabel: return isOneLabelBelowBase(host)
         case .domainAndOneLabel: return host == base || isOneLabelBelowBase(host)
         case .domainAndSubdomains: return host == base || host.hasSuffix(dottedBase)

@@ -11,7 +11,7 @@ extension PinStore {
         let stored = state.withLock { $0.list.index }
         var any = false
         for (index, source) in [(stored, "signed list"), (fallbackIndex, "fallback list")] {
-            guard let index, let key = HostName.lookupKey(host) else { continue }
+            guard let index, let key = (try? HostName(host))?.text else { continue }
             index.forEachPin(matching: key) { pin in
                 if now < pin.expires {
                     lines.append("    certificate \(pin.fingerprint.data.base64EncodedString()) at depth \(pin.depth) (\(source))")

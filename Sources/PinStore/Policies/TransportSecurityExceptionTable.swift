@@ -57,7 +57,7 @@ package struct TransportSecurityExceptionTable: Sendable {
 
     /// The minimums for a connection to `host` (the name or address the client connected to).
     package func requirements(for host: String) -> TransportSecurityRequirements {
-        guard !entries.isEmpty, let key = HostName.lookupKey(host) else { return .ats }
+        guard !entries.isEmpty, let key = (try? HostName(host))?.text else { return .ats }
         return entries.first { $0.pattern.matches(key) }?.requirements ?? .ats
     }
 
@@ -73,7 +73,7 @@ package struct TransportSecurityExceptionTable: Sendable {
         }
         for address in ipAddresses { add(requirements(for: address)) }
         for name in dnsNames {
-            guard let key = HostName.lookupKey(name) else { return .ats }
+            guard let key = (try? HostName(name))?.text else { return .ats }
             guard key.hasPrefix("*.") else {
                 add(requirements(for: key))
                 continue

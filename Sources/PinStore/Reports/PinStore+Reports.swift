@@ -25,8 +25,7 @@ extension PinStore {
     /// entries (exact name, then a `*.` entry), then the static policies. Deny pins are not
     /// listed: they are not pins of the host.
     func appliedPins(host: String, at date: Date) -> AppliedPins {
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        guard let key = HostName.lookupKey(bare) else {
+        guard let key = (try? HostName(host))?.text else {
             return AppliedPins(notedHostname: host, includeSubdomains: false, knownPins: [], expiration: nil)
         }
         let now = Int64(date.timeIntervalSince1970.rounded(.down))

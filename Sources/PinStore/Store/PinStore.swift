@@ -271,7 +271,7 @@ public final class PinStore: Sendable {
                                identifier: configuration.identifier, metricsFactory: metricsFactory ?? MetricsSystem.factory,
                                logger: logger ?? Logger(label: "PinStore", factory: { _ in SwiftLogNoOpLogHandler() }))
         }
-        let expectedNames = configuration.expectedCommonNames.map { Set($0.compactMap(HostName.lookupKey)) }
+        let expectedNames = configuration.expectedCommonNames.map { Set($0.compactMap { (try? HostName($0))?.text }) }
         self.expectedNames = expectedNames
         let certificateTransparency = CertificateTransparencyChecker(
             configuration: configuration, transportSecurity: transportSecurity, logger: self.logger,
@@ -378,7 +378,7 @@ public final class PinStore: Sendable {
     /// leaf with compliant SCTs here too; this used to answer `.trusted` without them when no
     /// static policy or deny pin was configured.
     public func validate(commonName: String, certificateChain: [Data]) -> ValidationResult {
-        guard let chain = ValidatedChain(uncheckedCertificates: certificateChain) else { return .untrusted }
+        guard let chain = ValidatedChain(alreadyValidatedByCaller: certificateChain) else { return .untrusted }
         return validate(commonName: commonName, evidence: .validated(chain))
     }
 
@@ -403,7 +403,10 @@ public final class PinStore: Sendable {
 
     /// Like ``update(mode:)``, with the detailed error behind a failure.
     public func updateWithReport(mode: UpdateMode = .default) async -> UpdateReport {
-        await updater.update(mode: mode)
+        let report = await updater.update(mode: mode)
+        // Connections the new list refused are closed (asynchronously) before this returns.
+        await settleListChanges()
+        return report
     }
 
     /// ``update(mode:)`` for delegate-style code: `completion` runs on `completionQueue`.

@@ -47,7 +47,7 @@ public enum BenchmarkEntryPoints {
             },
             hosts: nil)
         let logs = try CTLogList(wire)
-        guard let validated = ValidatedChain(uncheckedCertificates: chain) else {
+        guard let validated = ValidatedChain(alreadyValidatedByCaller: chain) else {
             throw PinStoreError(.certificateMalformed, "The benchmark chain cannot be read.")
         }
         let name = try HostName(host)

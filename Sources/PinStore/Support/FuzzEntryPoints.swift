@@ -64,7 +64,7 @@ public enum FuzzEntryPoints {
     /// The host-name rules, on bytes as a TLS layer or a list might hand them over.
     public static func hostName(_ data: Data) {
         let name = String(decoding: data, as: UTF8.self)
-        _ = HostName.lookupKey(name)
+        _ = try? HostName(name)
         _ = HostName.listEntryProblem(name)
         _ = HostName.normalized(name)
     }

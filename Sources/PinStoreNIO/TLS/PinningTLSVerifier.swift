@@ -78,6 +78,15 @@ public struct PinningTLSVerifier: Sendable {
     ///     a refused handshake: swift-nio-ssl itself only says the handshake failed.
     public func verificationCallback(serverHostname: String, port: Int? = nil,
                                      onDecision: (@Sendable (PinningDecision) -> Void)? = nil) -> NIOSSLCustomVerificationCallbackWithMetadata {
+        verificationCallback(serverHostname: serverHostname, port: port, onAdmission: Self.ignoringEvidence(onDecision))
+    }
+
+    /// ``verificationCallback(serverHostname:port:onDecision:)`` for an adapter that keeps the
+    /// connection: `onAdmission` also gets what the connection was admitted with (the chain
+    /// the trust evaluation validated and the host it was validated for; nil when trust refused
+    /// it), to re-check it with after a list change (``AdmissionGate``).
+    package func verificationCallback(serverHostname: String, port: Int?,
+                                      onAdmission: (@Sendable (PinningDecision, AdmissionGate.Evidence?) -> Void)?) -> NIOSSLCustomVerificationCallbackWithMetadata {
         let evaluator = self.evaluator
         let logger = self.logger
         return { certificates, promise in
@@ -88,11 +97,15 @@ public struct PinningTLSVerifier: Sendable {
             }
             // Chain validation and pin lookup are a few signature checks and hashes: cheap enough
             // for the event loop. Only the optional update has to leave it.
-            switch evaluator.begin(host: serverHostname, port: port, presentedChain: presented, at: Date()) {
+            let (step, proof) = evaluator.beginKeepingProof(host: serverHostname, port: port, presentedChain: presented, at: Date())
+            let evidence = proof.map { AdmissionGate.Evidence.chain($0.chain, host: $0.host) }
+            switch step {
             case .decided(let decision):
-                Self.complete(promise, with: decision, onDecision: onDecision, logger: logger)
+                Self.complete(promise, with: decision, evidence: evidence, onAdmission: onAdmission, logger: logger)
             case .updateFirst(let pending):
-                Task { Self.complete(promise, with: await pending.decideAfterUpdate(), onDecision: onDecision, logger: logger) }
+                Task {
+                    Self.complete(promise, with: await pending.decideAfterUpdate(), evidence: evidence, onAdmission: onAdmission, logger: logger)
+                }
             }
         }
     }
@@ -117,13 +130,27 @@ public struct PinningTLSVerifier: Sendable {
     ///   suite). Errors of `NIOSSLClientHandler` itself pass through.
     public func makeClientHandler(context: NIOSSLContext, serverHostname: String, port: Int? = nil,
                                   onDecision: (@Sendable (PinningDecision) -> Void)? = nil) throws -> NIOSSLClientHandler {
+        guard let host = try? HostName(serverHostname) else {
+            // Not a host name: the pin check refuses it with the reason (no SNI can carry it).
+            try Self.checkVerificationEnabled(context.configuration)
+            return try NIOSSLClientHandler(context: context, serverHostname: nil,
+                                           customVerificationCallbackWithMetadata: verificationCallback(serverHostname: serverHostname, port: port,
+                                                                                                        onDecision: onDecision))
+        }
+        return try makeClientHandler(context: context, host: host, port: port, onAdmission: Self.ignoringEvidence(onDecision))
+    }
+
+    /// ``makeClientHandler(context:serverHostname:port:onDecision:)`` for a host name already made
+    /// at the adapter's edge, reporting what the connection was admitted with
+    /// (``verificationCallback(serverHostname:port:onAdmission:)``).
+    package func makeClientHandler(context: NIOSSLContext, host: HostName, port: Int?,
+                                   onAdmission: (@Sendable (PinningDecision, AdmissionGate.Evidence?) -> Void)?) throws -> NIOSSLClientHandler {
         try Self.checkVerificationEnabled(context.configuration)
-        let bareHost = serverHostname.hasPrefix("[") && serverHostname.hasSuffix("]")
-            ? String(serverHostname.dropFirst().dropLast()) : serverHostname
-        let isAddress = (try? SocketAddress(ipAddress: bareHost, port: 0)) != nil
-        let context = try transportContexts.context(for: context, requirements: evaluator.store.transportSecurity.requirements(for: bareHost))
-        return try NIOSSLClientHandler(context: context, serverHostname: isAddress ? nil : bareHost,
-                                       customVerificationCallbackWithMetadata: verificationCallback(serverHostname: bareHost, port: port, onDecision: onDecision))
+        let context = try transportContexts.context(for: context, requirements: evaluator.store.transportSecurity.requirements(for: host.text))
+        // TLS forbids an IP address in SNI; the chain is still checked against it.
+        return try NIOSSLClientHandler(context: context, serverHostname: host.isIPAddress ? nil : host.text,
+                                       customVerificationCallbackWithMetadata: verificationCallback(serverHostname: host.text, port: port,
+                                                                                                    onAdmission: onAdmission))
     }
 
     /// `base` with ATS's handshake minimums for `serverHostname` applied (the minimum TLS version
@@ -161,6 +188,13 @@ public struct PinningTLSVerifier: Sendable {
         }
     }
 
+    /// A public `onDecision` as an `onAdmission` (the evidence is the pool's business).
+    private static func ignoringEvidence(_ onDecision: (@Sendable (PinningDecision) -> Void)?)
+        -> (@Sendable (PinningDecision, AdmissionGate.Evidence?) -> Void)? {
+        guard let onDecision else { return nil }
+        return { decision, _ in onDecision(decision) }
+    }
+
     /// Refuses a configuration under which a verification callback is not enforced.
     static func checkVerificationEnabled(_ configuration: TLSConfiguration) throws(PinningTLSSetupError) {
         if case .none = configuration.certificateVerification {
@@ -169,8 +203,9 @@ public struct PinningTLSVerifier: Sendable {
     }
 
     private static func complete(_ promise: EventLoopPromise<NIOSSLVerificationResultWithMetadata>, with decision: PinningDecision,
-                                 onDecision: (@Sendable (PinningDecision) -> Void)?, logger: Logger) {
-        onDecision?(decision)
+                                 evidence: AdmissionGate.Evidence?, onAdmission: (@Sendable (PinningDecision, AdmissionGate.Evidence?) -> Void)?,
+                                 logger: Logger) {
+        onAdmission?(decision, decision.isAllowed ? evidence : nil)
         switch decision {
         case .allow(let chain), .reportOnly(_, let chain):
             // Report-only: the pin check failed but its pins run report-only; the store has

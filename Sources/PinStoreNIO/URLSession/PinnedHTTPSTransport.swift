@@ -459,12 +459,16 @@ final class PinnedHTTPSTransport: Sendable {
             throw urlError(.appTransportSecurityRequiresSecureConnection, url,
                            "A pinned session carries https only; \(url.absoluteString) is \(scheme). Use https, or an unpinned session for this URL.")
         }
+        // The host made once, here: the pool's key, SNI, the chain check and the pin lookup all
+        // use it (`API.Example.com.` and `api.example.com` are one host, `[::1]` is `::1`).
+        guard let name = try? HostName(encoded) else {
+            throw urlError(.badURL, url, "The URL's host (\(encoded)) is not a host name.")
+        }
         let host = encoded.lowercased()
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         let port = components.port ?? 443
         var uri = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
         if let query = components.percentEncodedQuery { uri += "?" + query }
-        return Target(key: .init(host: bare, port: port), hostHeader: port == 443 ? host : "\(host):\(port)", uri: uri)
+        return Target(key: .init(host: name, port: port), hostHeader: port == 443 ? host : "\(host):\(port)", uri: uri)
     }
 
     /// The request head: the caller's headers, the configuration's additional ones, cookies, and
@@ -477,7 +481,7 @@ final class PinnedHTTPSTransport: Sendable {
             headers.add(name: name, value: value)
         }
         if let host = own.first(where: { $0.key.lowercased() == "host" })?.value,
-           host.lowercased() != target.hostHeader, host.lowercased() != target.key.host {
+           host.lowercased() != target.hostHeader, host.lowercased() != target.key.host.text {
             throw urlError(.badURL, url, "The request's Host header (\(host)) names another host than its URL (\(target.hostHeader)); a pinned session checks and sends the URL's host only. Put the host in the URL.")
         }
         headers.add(name: "Host", value: target.hostHeader)

@@ -27,9 +27,11 @@ struct PinSetRule: PinningRule {
         let host = connection.host.text
         var listApplies = false
         var unprovable = false
-        for index in [connection.list, connection.fallback] {
-            guard let index, !index.isEmpty else { continue }
-            let matched = index.forEachPin(matching: host) { pin in
+        // The downloaded list, then the fallback. A function rather than a loop over
+        // `[list, fallback]`: that array cost a heap allocation per decision.
+        func matches(in index: PinIndex?) -> Bool {
+            guard let index, !index.isEmpty else { return false }
+            return index.forEachPin(matching: host) { pin in
                 guard connection.now < pin.expires else { return false }
                 listApplies = true
                 switch connection.evidence.matches(pin.kind, digest: pin.fingerprint) {
@@ -38,8 +40,8 @@ struct PinSetRule: PinningRule {
                 case false?: return false
                 }
             }
-            if matched { return .pinned }
         }
+        if matches(in: connection.list) || matches(in: connection.fallback) { return .pinned }
         let selection = staticPins.policies.isEmpty ? nil : staticPins.selection(for: host, now: connection.now)
         if let policy = selection?.policy {
             switch policy.admits(connection.evidence) {

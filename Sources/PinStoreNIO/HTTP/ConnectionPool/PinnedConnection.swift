@@ -31,8 +31,8 @@ struct PinnedRequestControl: Sendable {
 ///
 /// It exists only after the handshake completed, and a handshake completes only after
 /// ``PinningTLSVerifier`` allowed the chain: no request byte ever reaches a refused server. The
-/// connection keeps the validated chain it was admitted with, so the pool can check it again
-/// when the pin list changes.
+/// connection keeps what it was admitted with (the `ValidatedChain` its trust evaluation made
+/// and the host it was made for), so the pool can check it again when the pin list changes.
 final class PinnedConnection: Sendable {
     /// Streams an HTTP/2 connection carries at once (swift-nio-http2 holds back streams beyond
     /// the server's own limit until one ends).
@@ -40,8 +40,8 @@ final class PinnedConnection: Sendable {
 
     let id: PinnedConnectionPoolStateMachine.ConnectionID
     let key: PinnedConnectionPoolStateMachine.Key
-    /// The chain the pin check admitted (DER, leaf first).
-    let validatedChain: [Data]
+    /// What the pin check admitted: the chain the trust evaluation validated, for `key.host`.
+    let admission: AdmissionGate.Evidence
     let channel: any Channel
     private let protocolKind: Negotiated
 
@@ -99,11 +99,11 @@ final class PinnedConnection: Sendable {
         return 1
     }
 
-    private init(id: Int, key: PinnedConnectionPoolStateMachine.Key, validatedChain: [Data], channel: any Channel,
+    private init(id: Int, key: PinnedConnectionPoolStateMachine.Key, admission: AdmissionGate.Evidence, channel: any Channel,
                  negotiated: Negotiated) {
         self.id = id
         self.key = key
-        self.validatedChain = validatedChain
+        self.admission = admission
         self.channel = channel
         self.protocolKind = negotiated
     }
@@ -122,7 +122,7 @@ final class PinnedConnection: Sendable {
     static func connect(id: Int, key: PinnedConnectionPoolStateMachine.Key, verifier: PinningTLSVerifier, context: NIOSSLContext,
                         eventLoop: any EventLoop, timeout: TimeAmount, events: Events,
                         streamEnded: @escaping @Sendable () -> Void) -> EventLoopFuture<PinnedConnection> {
-        let decision = Locked<PinningDecision?>(nil)
+        let decision = Locked<(made: PinningDecision, admission: AdmissionGate.Evidence?)?>(nil)
         let established = eventLoop.makePromise(of: Negotiated.self)
         let streamEvents = Events(requestFinished: { _ in }, closed: streamEnded)
         let bootstrap = ClientBootstrap(group: eventLoop)
@@ -130,8 +130,8 @@ final class PinnedConnection: Sendable {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let tls = try verifier.makeClientHandler(context: context, serverHostname: key.host, port: key.port) { made in
-                        decision.withLock { $0 = made }
+                    let tls = try verifier.makeClientHandler(context: context, host: key.host, port: key.port) { made, admission in
+                        decision.withLock { $0 = (made, admission) }
                     }
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(tls)
@@ -181,26 +181,25 @@ final class PinnedConnection: Sendable {
         let handshakeTimeout = eventLoop.scheduleTask(in: timeout) {
             established.fail(PinnedHTTPFailure.timedOut)
         }
-        let connectHost = key.host.contains(":") ? key.host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")) : key.host
-        return bootstrap.connect(host: connectHost, port: key.port).flatMap { channel in
+        return bootstrap.connect(host: key.host.text, port: key.port).flatMap { channel in
             established.futureResult.flatMapError { error in
                 channel.close(promise: nil)
                 return channel.eventLoop.makeFailedFuture(error)
             }.flatMapThrowing { negotiated -> PinnedConnection in
                 // Allowed, or a report-only failure: the connection goes on with the validated chain.
-                guard let chain = decision.withLock({ $0 })?.validatedChain else {
+                guard let admission = decision.withLock({ $0 })?.admission else {
                     // The handshake cannot complete without an allow; refuse rather than guess.
                     channel.close(promise: nil)
                     throw PinnedHTTPFailure.setup("The TLS handshake completed without a pinning decision.")
                 }
-                return PinnedConnection(id: id, key: key, validatedChain: chain, channel: channel, negotiated: negotiated)
+                return PinnedConnection(id: id, key: key, admission: admission, channel: channel, negotiated: negotiated)
             }
         }.flatMapErrorThrowing { error in
-            let made = decision.withLock { $0 }
+            let made = decision.withLock { $0 }?.made
             // A handshake the TLS stack refused before any certificate was seen (no TLS version
             // or suite in common under the host's ATS minimums): name the requirement.
-            if made == nil, let failure = verifier.transportSecurityFailure(for: error, serverHostname: key.host) {
-                verifier.evaluator.store.record(.deny(failure), host: key.host)
+            if made == nil, let failure = verifier.transportSecurityFailure(for: error, serverHostname: key.host.text) {
+                verifier.evaluator.store.record(.deny(failure), host: key.host.text)
                 throw PinnedHTTPFailure.pinning(failure)
             }
             throw PinnedHTTPFailure.classify(error, decision: made)

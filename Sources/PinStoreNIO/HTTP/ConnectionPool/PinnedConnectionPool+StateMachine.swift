@@ -1,3 +1,5 @@
+import PinStore
+
 /// The pool's decisions, as a plain value: events in, actions out. No channel, no clock, no
 /// lock: ``PinnedConnectionPool`` feeds it under its lock and runs the actions after.
 ///
@@ -11,12 +13,13 @@
 /// - a request that needs a fresh connection (the retry after a stale idle one) never gets a
 ///   connection that served before.
 struct PinnedConnectionPoolStateMachine: Sendable {
-    /// What a connection is for: the host it was verified for (lower case, ASCII) and the port.
-    /// The scheme is always https: the pool never carries anything else.
+    /// What a connection is for: the host it was verified for, made once at the transport's
+    /// edge (so `API.Example.com.` and `api.example.com`, `[::1]` and `::1`, are one key), and
+    /// the port. The scheme is always https: the pool never carries anything else.
     struct Key: Hashable, Sendable, CustomStringConvertible {
-        var host: String
+        var host: HostName
         var port: Int
-        var description: String { "https://\(host):\(port)" }
+        var description: String { host.isIPAddress && host.text.contains(":") ? "https://[\(host)]:\(port)" : "https://\(host):\(port)" }
     }
 
     typealias ConnectionID = Int

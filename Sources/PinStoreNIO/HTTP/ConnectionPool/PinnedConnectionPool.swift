@@ -47,11 +47,12 @@ final class PinnedConnectionPool: Sendable {
         var nextRequestID = 1
         /// The store's list generation the established connections were last checked against.
         var checkedGeneration: UInt64
-        /// The list generation each established connection was admitted under: its handshake's,
-        /// or that of the check under one generation that found it still pinned as it joined
-        /// the pool or at a write. A connection whose pin was withdrawn leaves this table (it
-        /// only finishes what was already written on it), so a late write on it is refused.
-        var admissions: [Int: UInt64] = [:]
+        /// Each established connection's admission gate: what it was admitted with, and the list
+        /// generation it was last found pinned under (its handshake's, or that of a later check
+        /// under one generation: as it joined the pool, after a list change, at a write). A
+        /// connection whose pin was withdrawn leaves this table (it only finishes what was
+        /// already written on it), so a late write on it is refused.
+        var gates: [Int: AdmissionGate] = [:]
         /// Who hears of every write (tests); nil, the default, costs one check per request.
         var writeObserver: (@Sendable (PooledWrite) -> Void)?
     }
@@ -62,13 +63,13 @@ final class PinnedConnectionPool: Sendable {
         /// The connection the request is written on.
         package let connectionID: Int
         /// The host the connection serves.
-        package let host: String
+        package let host: HostName
         /// The store's list generation (``PinStore/listGeneration``) the write was allowed
         /// under: read at the write, and the same before and after any re-check of the pins.
         package let generation: UInt64
-        /// The list generation the connection was admitted under: its handshake's, or that of
-        /// the last check under one generation that found it still pinned (as it joined the
-        /// pool, or at a write).
+        /// The list generation the connection was last found pinned under: its handshake's, or
+        /// that of the last check under one generation that found it still pinned (as it joined
+        /// the pool, after a list change, or at a write).
         package let admittedUnder: UInt64
         /// Whether a list was installed between the lease and the write, so that the
         /// connection was checked again at the write (the window the live race tests aim at).
@@ -210,24 +211,19 @@ final class PinnedConnectionPool: Sendable {
     /// pool race test saw it).
     private func connectionEstablished(_ connection: PinnedConnection, admittedUnder: UInt64) {
         modifyStateAndRunEffects { state in
-            var admission = admittedUnder
-            let generation = store.listGeneration
-            if generation != admittedUnder || generation != state.checkedGeneration {
-                let check = pinCheckUnderOneGeneration(connection, from: generation)
-                guard let generation = check.generation, check.pinned else {
-                    // Admitted under a list that has changed since, and no longer pinned: refuse
-                    // it as the pin check would now.
-                    verifier.logger.debug("new connection no longer pinned after a list change; closed", metadata: [
-                        "pinstore.host": "\(connection.key.host)",
-                    ])
-                    connection.close()
-                    return Self.connectionFailed(connection.id, .pinning(PinningFailure(host: connection.key.host, reason: .pinMismatch)),
-                                                 &state)
-                }
-                admission = generation
+            var gate = AdmissionGate(evidence: connection.admission, admittedUnder: admittedUnder)
+            guard store.admit(&gate, host: connection.key.host).verdict == .admit else {
+                // Admitted under a list that has changed since, and no longer pinned: refuse
+                // it as the pin check would now.
+                verifier.logger.debug("new connection no longer pinned after a list change; closed", metadata: [
+                    "pinstore.host": "\(connection.key.host)",
+                ])
+                connection.close()
+                return Self.connectionFailed(connection.id, .pinning(PinningFailure(host: connection.key.host.text, reason: .pinMismatch)),
+                                             &state)
             }
             state.connections[connection.id] = connection
-            state.admissions[connection.id] = admission
+            state.gates[connection.id] = gate
             return state.machine.connectionEstablished(connection.id, capacity: connection.capacity)
         }
     }
@@ -259,7 +255,7 @@ final class PinnedConnectionPool: Sendable {
             let actions = state.machine.connectionClosed(id)
             if state.machine.key(of: id) == nil {
                 state.connections[id] = nil
-                state.admissions[id] = nil
+                state.gates[id] = nil
             }
             return actions
         }
@@ -280,9 +276,12 @@ final class PinnedConnectionPool: Sendable {
         state.checkedGeneration = store.listGeneration
         var revoked = Set<Int>()
         for id in state.machine.establishedConnections {
-            if let connection = state.connections[id], !stillPinned(connection) {
+            guard var gate = state.gates[id] else { continue }
+            if store.admit(&gate).verdict == .admit {
+                state.gates[id] = gate
+            } else {
                 revoked.insert(id)
-                state.admissions[id] = nil
+                state.gates[id] = nil
             }
         }
         guard !revoked.isEmpty else { return [] }
@@ -295,30 +294,6 @@ final class PinnedConnectionPool: Sendable {
         return state.machine.pinsChanged(revoked: revoked)
     }
 
-    /// Whether the chain `connection` was admitted with is still pinned for its host.
-    private func stillPinned(_ connection: PinnedConnection) -> Bool {
-        store.stillAdmits(host: connection.key.host, validatedChain: connection.validatedChain)
-    }
-
-    /// Rounds of ``pinCheckUnderOneGeneration(_:from:)`` before giving up (refusing): lists
-    /// installed faster than one pin check, again and again, are not a schedule to wait out.
-    private static let maximumPinCheckRounds = 8
-
-    /// The pin check of `connection` against one list: the generation read before the check
-    /// (`generation`) must still be the store's after it, or a list installed meanwhile may or
-    /// may not have been the one checked; then the check runs again. `generation` nil: the
-    /// list kept changing, and the caller refuses.
-    private func pinCheckUnderOneGeneration(_ connection: PinnedConnection, from generation: UInt64) -> (pinned: Bool, generation: UInt64?) {
-        var before = generation
-        for _ in 0..<Self.maximumPinCheckRounds {
-            let pinned = stillPinned(connection)
-            let after = store.listGeneration
-            if after == before { return (pinned, after) }
-            before = after
-        }
-        return (false, nil)
-    }
-
     // MARK: Writes
 
     /// What a leased request takes to its write: the pool asks at the write, on the
@@ -327,54 +302,57 @@ final class PinnedConnectionPool: Sendable {
     struct WriteGate: Sendable {
         fileprivate let pool: PinnedConnectionPool
         fileprivate let connection: PinnedConnection
-        /// The pool's `checkedGeneration` when the request was leased: the connection was
-        /// pinned under it (or retired, and not leased).
-        fileprivate let leasedUnder: UInt64
-        fileprivate let admittedUnder: UInt64
+        /// The connection's admission gate as it was when the request was leased: pinned under
+        /// the list generation of the pool's last check (or retired, and not leased).
+        fileprivate let leased: AdmissionGate
         fileprivate let observer: (@Sendable (PooledWrite) -> Void)?
 
         /// Nil when the request may be written now; the failure to end it with otherwise.
         func admit() -> PinnedHTTPFailure? { pool.admitWrite(self) }
     }
 
-    /// The last check before a request's first byte. The lease was made under the list
-    /// generation `leasedUnder`; when the store's generation is still that, nothing changed
-    /// (one lock and a clock read). Otherwise a list was installed between the lease and the
-    /// write, and the pool's own re-check (the list-change handler) may not have run yet, or
-    /// ran after this request was leased: the connection is checked here, under one
-    /// generation, and a connection whose pin that list withdrew carries nothing more.
-    private func admitWrite(_ gate: WriteGate) -> PinnedHTTPFailure? {
+    /// The last check before a request's first byte. When the store's generation is still the
+    /// one the lease saw the connection pinned under, nothing changed (one lock and a clock
+    /// read, no pool lock). Otherwise a list was installed between the lease and the write, and
+    /// the pool's own re-check (the list-change handler) may not have run yet, or ran after
+    /// this request was leased: the connection's gate is run here, under the pool's lock, and
+    /// a connection whose pin that list withdrew carries nothing more.
+    private func admitWrite(_ write: WriteGate) -> PinnedHTTPFailure? {
+        let id = write.connection.id
         var generation = store.listGeneration
-        var admittedUnder = gate.admittedUnder
-        let rechecked = generation != gate.leasedUnder
+        var pinnedUnder = write.leased.pinnedUnder ?? generation
+        let rechecked = write.leased.verdict(at: generation, for: write.connection.key.host) != .admit
         if rechecked {
             var refused = false
             modifyStateAndRunEffects { state in
-                let check = state.admissions[gate.connection.id] == nil
-                    ? (pinned: false, generation: nil)   // already retired for its pins
-                    : pinCheckUnderOneGeneration(gate.connection, from: generation)
-                if let checked = check.generation, check.pinned {
-                    generation = checked
-                    admittedUnder = checked
-                    state.admissions[gate.connection.id] = checked
+                // Absent: already retired for its pins.
+                guard var gate = state.gates[id] else {
+                    refused = true
+                    return []
+                }
+                let outcome = store.admit(&gate, host: write.connection.key.host)
+                if outcome.verdict == .admit, let under = gate.pinnedUnder {
+                    state.gates[id] = gate
+                    generation = outcome.generation
+                    pinnedUnder = under
                     return []
                 }
                 refused = true
-                guard state.admissions.removeValue(forKey: gate.connection.id) != nil else { return [] }
+                state.gates[id] = nil
                 // Retired now rather than when the list-change handler gets here: no other
                 // request is leased to it meanwhile.
-                return state.machine.pinsChanged(revoked: [gate.connection.id])
+                return state.machine.pinsChanged(revoked: [id])
             }
             if refused {
                 verifier.logger.debug("a request leased before a list change was not written: the connection is no longer pinned", metadata: [
-                    "pinstore.host": "\(gate.connection.key.host)",
+                    "pinstore.host": "\(write.connection.key.host)",
                 ])
-                return .pinning(PinningFailure(host: gate.connection.key.host, reason: .pinMismatch))
+                return .pinning(PinningFailure(host: write.connection.key.host.text, reason: .pinMismatch))
             }
         }
-        gate.observer?(PooledWrite(connectionID: gate.connection.id, host: gate.connection.key.host,
-                                   generation: generation, admittedUnder: admittedUnder,
-                                   recheckedAtWrite: rechecked))
+        write.observer?(PooledWrite(connectionID: id, host: write.connection.key.host,
+                                    generation: generation, admittedUnder: pinnedUnder,
+                                    recheckedAtWrite: rechecked))
         return nil
     }
 
@@ -405,9 +383,10 @@ final class PinnedConnectionPool: Sendable {
                         return .fail(request, .connectionLost("The pooled connection was gone before the request was written."))
                     }
                     request.connection.withLock { $0 = connection }
-                    let gate = WriteGate(pool: self, connection: connection, leasedUnder: state.checkedGeneration,
-                                         admittedUnder: state.admissions[connectionID] ?? state.checkedGeneration,
-                                         observer: state.writeObserver)
+                    // A connection without a gate was retired: the write refuses.
+                    var leased = state.gates[connectionID] ?? AdmissionGate(evidence: connection.admission, admittedUnder: 0)
+                    if state.gates[connectionID] == nil { leased.refuse() }
+                    let gate = WriteGate(pool: self, connection: connection, leased: leased, observer: state.writeObserver)
                     return .execute(request, connection, reused: reused, gate)
                 case .failRequest(let requestID, let reason):
                     guard let request = state.requests.removeValue(forKey: requestID) else { return nil }
@@ -418,7 +397,7 @@ final class PinnedConnectionPool: Sendable {
                         return .fail(request, state.connectFailures.removeValue(forKey: id) ?? .connectionLost("The connection failed."))
                     }
                 case .closeConnection(let id):
-                    state.admissions[id] = nil
+                    state.gates[id] = nil
                     return .close(state.connections.removeValue(forKey: id))
                 case .scheduleIdleTimeout(let id, let epoch):
                     guard let connection = state.connections[id] else { return nil }
