@@ -45,21 +45,23 @@ final class Counter: Sendable {
 }
 
 /// A gRPC server with TLS on 127.0.0.1 presenting `identity`, counting what reaches it: the
-/// TCP connections it accepted, the HTTP/2 streams (one per RPC) opened on them, and the RPCs
-/// its service handled.
+/// TCP connections it accepted (and how many of them have closed), the HTTP/2 streams (one per
+/// RPC) opened on them, and the RPCs its service handled.
 @available(macOS 15.0, *)
 final class TestGRPCServer: Sendable {
     let port: Int
     let connections: Counter
+    let closedConnections: Counter
     let streams: Counter
     let calls: Counter
     private let server: GRPCServer<HTTP2ServerTransport.Posix>
     private let task: Task<Void, any Error>
 
-    private init(port: Int, connections: Counter, streams: Counter, calls: Counter,
+    private init(port: Int, connections: Counter, closedConnections: Counter, streams: Counter, calls: Counter,
                  server: GRPCServer<HTTP2ServerTransport.Posix>, task: Task<Void, any Error>) {
         self.port = port
         self.connections = connections
+        self.closedConnections = closedConnections
         self.streams = streams
         self.calls = calls
         self.server = server
@@ -68,11 +70,13 @@ final class TestGRPCServer: Sendable {
 
     static func start(presenting identity: TestIdentity) async throws -> TestGRPCServer {
         let connections = Counter()
+        let closedConnections = Counter()
         let streams = Counter()
         let calls = Counter()
         var config = HTTP2ServerTransport.Posix.Config.defaults
         config.channelDebuggingCallbacks.onAcceptTCPConnection = { channel in
             connections.increment()
+            channel.closeFuture.whenComplete { _ in closedConnections.increment() }
             return channel.eventLoop.makeSucceededVoidFuture()
         }
         config.channelDebuggingCallbacks.onAcceptHTTP2Stream = { channel in
@@ -90,7 +94,7 @@ final class TestGRPCServer: Sendable {
             task.cancel()
             throw CancellationError()
         }
-        return TestGRPCServer(port: port, connections: connections, streams: streams, calls: calls, server: server, task: task)
+        return TestGRPCServer(port: port, connections: connections, closedConnections: closedConnections, streams: streams, calls: calls, server: server, task: task)
     }
 
     func shutdown() async {
