@@ -25,7 +25,7 @@ extension HTTP2ClientTransport.Posix {
     /// ATS's transport minimums (TLS 1.2, forward-secret suites, strong keys and signatures). A
     /// refused server fails the handshake before any gRPC byte is sent; the RPCs waiting for the
     /// connection fail with `RPCError` `.unavailable` whose cause chain ends in the
-    /// `PinStore/PinningFailure` (``PinningFailure/init(unwrapping:)`` finds it).
+    /// `PinStore/PinningFailure` (`PinningFailure(unwrapping:)` finds it).
     ///
     /// When a list update withdraws the pin of an open connection's chain, the connection is
     /// closed before the update returns, and no further RPC byte is written on it; gRPC then
