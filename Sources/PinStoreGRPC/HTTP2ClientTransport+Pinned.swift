@@ -39,7 +39,8 @@ extension HTTP2ClientTransport.Posix {
     /// the target resolves to, must present a chain valid and pinned for that host, and the
     /// handshake sends it in SNI (no SNI for an IP address). A target that names no single host
     /// (a Unix domain socket, a virtual socket, several addresses, a custom target) needs
-    /// `serverHostname`, and is refused without it.
+    /// `serverHostname`, and is refused without it. A `serverHostname` also becomes the RPCs'
+    /// `:authority` unless `config.http2.authority` is set (it must then name the same host).
     ///
     /// **Network.framework.** `HTTP2ClientTransport.TransportServices` (and any
     /// NIOTransportServices event loop group) does TLS in Network.framework, where no pin check
@@ -84,6 +85,11 @@ extension HTTP2ClientTransport.Posix {
             trustRoots: trustRoots, tlsConfiguration: tlsConfiguration, eventLoopGroup: eventLoopGroup,
             updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch, logger: logger)
         var config = config
+        if serverHostname != nil, config.http2.authority == nil {
+            // The name the certificate is judged for is also the one the RPCs are addressed to.
+            let host = connections.serverName.host
+            config.http2.authority = host.contains(":") ? "[\(host)]" : host
+        }
         config.channelDebuggingCallbacks.onCreateTCPConnection = connections.initializer(then: config.channelDebuggingCallbacks.onCreateTCPConnection)
         // TLS comes from the initializer above; gRPC itself adds none and marks the connection
         // secure (https scheme).
