@@ -15,16 +15,20 @@ struct RawBytesCoder: MessageSerializer, MessageDeserializer {
     }
 }
 
-/// A one-method service, `pinstore.test.Echo/Echo`, that answers what it was sent.
+/// A one-method service, `pinstore.test.Echo/Echo`, that answers what it was sent and
+/// remembers the `:authority` each call was addressed to.
 @available(macOS 15.0, *)
 struct EchoService: RegistrableRPCService {
     static let method = MethodDescriptor(fullyQualifiedService: "pinstore.test.Echo", method: "Echo")
     let calls: Counter
+    let authorities: Recorded
 
     func registerMethods<Transport: ServerTransport>(with router: inout RPCRouter<Transport>) {
         let calls = self.calls
+        let authorities = self.authorities
         router.registerHandler(forMethod: Self.method, deserializer: RawBytesCoder(), serializer: RawBytesCoder()) { request, _ in
             calls.increment()
+            for case .string(let authority) in request.metadata[":authority"] { authorities.append(authority) }
             var received: [UInt8] = []
             for try await message in request.messages { received += message }
             let answer = received
@@ -44,6 +48,14 @@ final class Counter: Sendable {
     var count: Int { value.withLock { $0 } }
 }
 
+/// Strings recorded from several threads.
+@available(macOS 15.0, *)
+final class Recorded: Sendable {
+    private let values = Mutex<[String]>([])
+    func append(_ value: String) { values.withLock { $0.append(value) } }
+    var all: [String] { values.withLock { $0 } }
+}
+
 /// A gRPC server with TLS on 127.0.0.1 presenting `identity`, counting what reaches it: the
 /// TCP connections it accepted (and how many of them have closed), the HTTP/2 streams (one per
 /// RPC) opened on them, and the RPCs its service handled.
@@ -54,16 +66,18 @@ final class TestGRPCServer: Sendable {
     let closedConnections: Counter
     let streams: Counter
     let calls: Counter
+    let authorities: Recorded
     private let server: GRPCServer<HTTP2ServerTransport.Posix>
     private let task: Task<Void, any Error>
 
     private init(port: Int, connections: Counter, closedConnections: Counter, streams: Counter, calls: Counter,
-                 server: GRPCServer<HTTP2ServerTransport.Posix>, task: Task<Void, any Error>) {
+                 authorities: Recorded, server: GRPCServer<HTTP2ServerTransport.Posix>, task: Task<Void, any Error>) {
         self.port = port
         self.connections = connections
         self.closedConnections = closedConnections
         self.streams = streams
         self.calls = calls
+        self.authorities = authorities
         self.server = server
         self.task = task
     }
@@ -73,6 +87,7 @@ final class TestGRPCServer: Sendable {
         let closedConnections = Counter()
         let streams = Counter()
         let calls = Counter()
+        let authorities = Recorded()
         var config = HTTP2ServerTransport.Posix.Config.defaults
         config.channelDebuggingCallbacks.onAcceptTCPConnection = { channel in
             connections.increment()
@@ -88,13 +103,14 @@ final class TestGRPCServer: Sendable {
             transportSecurity: .tls(certificateChain: [.bytes(Array(identity.certificateChainPEM.utf8), format: .pem)],
                                     privateKey: .bytes(Array(identity.privateKeyPEM.utf8), format: .pem)),
             config: config)
-        let server = GRPCServer(transport: transport, services: [EchoService(calls: calls)])
+        let server = GRPCServer(transport: transport, services: [EchoService(calls: calls, authorities: authorities)])
         let task = Task { try await server.serve() }
         guard let port = try await transport.listeningAddress.ipv4?.port else {
             task.cancel()
             throw CancellationError()
         }
-        return TestGRPCServer(port: port, connections: connections, closedConnections: closedConnections, streams: streams, calls: calls, server: server, task: task)
+        return TestGRPCServer(port: port, connections: connections, closedConnections: closedConnections, streams: streams, calls: calls,
+                              authorities: authorities, server: server, task: task)
     }
 
     func shutdown() async {
