@@ -16,6 +16,9 @@ let package = Package(
         // Pinning for AsyncHTTPClient: a pinned `HTTPClient.Configuration`. Its own product, so
         // apps that do not use AsyncHTTPClient never build it.
         .library(name: "PinStoreAsyncHTTPClient", targets: ["PinStoreAsyncHTTPClient"]),
+        // Pinning for gRPC clients (grpc-swift 2 over grpc-swift-nio-transport's HTTP/2 Posix
+        // transport). Its own product, so only apps that use gRPC build grpc-swift.
+        .library(name: "PinStoreGRPC", targets: ["PinStoreGRPC"]),
         // Making signed lists and key documents (the server side of the core's verifier), for
         // teams that sign from their own Swift code. The runtime products above never link it.
         .library(name: "PinStoreSigning", targets: ["PinStoreSigning"]),
@@ -41,6 +44,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // PinStoreGRPC only (and its tests): gRPC's core and its SwiftNIO HTTP/2 transport.
+        .package(url: "https://github.com/grpc/grpc-swift-2.git", from: "2.4.3"),
+        .package(url: "https://github.com/grpc/grpc-swift-nio-transport.git", from: "2.9.2"),
         // Tests only: the OpenAPI transport example.
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
@@ -124,6 +130,22 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Pinning for gRPC: a pinned HTTP/2 Posix client transport whose TLS handshake runs the
+        // NIO verifier's chain-aware decision, and whose connections a list update re-checks.
+        .target(
+            name: "PinStoreGRPC",
+            dependencies: [
+                "PinStore",
+                "PinStoreNIO",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -222,6 +244,19 @@ let package = Package(
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        // The gRPC adapter through a real gRPC server with TLS on 127.0.0.1.
+        .testTarget(
+            name: "PinStoreGRPCTests",
+            dependencies: [
+                "PinStore", "PinStoreNIO", "PinStoreGRPC", "PinStoreTesting",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // The test kit's own tests (Swift Testing), and the XCTest suite the README shows.

@@ -19,7 +19,7 @@ struct RuntimeWithoutSigningTests {
     ]
 
     @Test("no runtime target's objects contain signing code",
-          arguments: ["PinStore", "PinStoreNIO", "PinStoreAsyncHTTPClient"])
+          arguments: ["PinStore", "PinStoreNIO", "PinStoreAsyncHTTPClient", "PinStoreGRPC"])
     func runtimeTargetHoldsNoSigningCode(target: String) throws {
         let objects = try BuiltObjects.of(target)
         // The scan sees what it looks for: the core calls OpenSSL's verification.

@@ -1,0 +1,128 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PinStore
+import PinStoreNIO
+
+/// The pin check of one pinned gRPC transport, and the connections it admitted.
+///
+/// gRPC calls ``initializer(then:)``'s closure on every new TCP connection, before it connects.
+/// It puts a swift-nio-ssl client handler first in the pipeline, made by
+/// `PinningTLSVerifier.makeClientHandler`, so the handshake runs the NIO verifier's whole
+/// decision (chain, dates and host name against the trust roots, ATS minimums, deny pins, CA
+/// pins, Certificate Transparency) and fails before any gRPC byte leaves for a refused
+/// server; then a ``PinnedGRPCConnectionGate`` between TLS and HTTP/2. An admitted connection
+/// is remembered until it closes, so a list update that withdraws its pin closes it
+/// (``listChanged()``), and its gate refuses a write made under a list it has not been
+/// checked against.
+@available(macOS 15.0, *)
+final class PinnedGRPCConnections: Sendable {
+    let verifier: PinningTLSVerifier
+    let serverName: PinnedGRPCServerName
+    let context: NIOSSLContext
+    let logger: Logger
+    private let admitted = Locked<[ObjectIdentifier: Admitted]>([:])
+    private let listChangeToken = Locked<UInt64?>(nil)
+
+    var store: PinStore { verifier.evaluator.store }
+
+    /// An admitted connection: what its pin check is repeated over, and how to retire it.
+    struct Admitted: Sendable {
+        let channel: any Channel
+        let validatedChain: [Data]
+        /// Closes the connection with the failure (hops to its event loop).
+        let retire: @Sendable (PinningFailure) -> Void
+    }
+
+    init(verifier: PinningTLSVerifier, serverName: PinnedGRPCServerName, context: NIOSSLContext, logger: Logger) {
+        self.verifier = verifier
+        self.serverName = serverName
+        self.context = context
+        self.logger = logger
+        // Weak: the store outlives transports; the handler goes when the transport does.
+        let token = verifier.evaluator.store.addListChangeHandler { [weak self] in self?.listChanged() }
+        listChangeToken.withLock { $0 = token }
+    }
+
+    deinit {
+        if let token = listChangeToken.withLock({ $0 }) { store.removeListChangeHandler(token) }
+    }
+
+    /// The connection initializer: the pinned TLS handler and the gate, then `next` (one the
+    /// configuration already had).
+    func initializer(then next: (@Sendable (any Channel) -> EventLoopFuture<Void>)?) -> @Sendable (any Channel) -> EventLoopFuture<Void> {
+        { [self] channel in
+            let prepared = channel.eventLoop.makeCompletedFuture { try self.prepare(channel) }
+            guard let next else { return prepared }
+            return prepared.flatMap { next(channel) }
+        }
+    }
+
+    /// Puts the pinned TLS handler first in `channel`'s pipeline and the gate right after it.
+    private func prepare(_ channel: any Channel) throws {
+        // Read before the handshake (and so before its pin check): a list installed after this
+        // is checked for again by the gate once the handshake is done.
+        let generation = store.listGeneration
+        let decision = PinnedGRPCConnectionGate.Decision()
+        let tls = try verifier.makeClientHandler(context: context, serverHostname: serverName.host, port: serverName.port,
+                                                 onDecision: { decision.record($0) })
+        let gate = PinnedGRPCConnectionGate(connections: self, decision: decision, generation: generation)
+        try channel.pipeline.syncOperations.addHandler(tls, position: .first)
+        try channel.pipeline.syncOperations.addHandler(gate, position: .after(tls))
+    }
+
+    /// Remembers a connection whose handshake the pin check admitted, until it closes.
+    func admit(_ connection: Admitted) {
+        let id = ObjectIdentifier(connection.channel)
+        admitted.withLock { $0[id] = connection }
+        connection.channel.closeFuture.whenComplete { [weak self] _ in
+            _ = self?.admitted.withLock { $0.removeValue(forKey: id) }
+        }
+    }
+
+    /// The failure the list in force gives `validatedChain` for this transport's host, or nil
+    /// while it is still admitted: the chain-aware pin decision again (not reported), so a
+    /// connection admitted in report-only mode is kept exactly as long as a new one would be.
+    func refusal(of validatedChain: [Data]) -> PinningFailure? {
+        store.pinDecision(host: serverName.host, validatedChain: validatedChain).failure
+    }
+
+    /// After a list change: retires every admitted connection whose chain the new list no
+    /// longer admits for the host. An RPC racing with the close is stopped by the gate.
+    ///
+    /// Called by the store before its update returns. Off the event loops it also waits for the
+    /// closes (gRPC's channel then opens a new connection for the next RPC, whose handshake the
+    /// new list decides).
+    func listChanged() {
+        let connections = admitted.withLock { Array($0.values) }
+        var closing: [EventLoopFuture<Void>] = []
+        defer {
+            if MultiThreadedEventLoopGroup.currentEventLoop == nil {
+                for future in closing { try? future.wait() }
+            }
+        }
+        // One decision per distinct chain: every connection of a transport is for one host.
+        var verdicts: [[Data]: PinningFailure?] = [:]
+        for connection in connections {
+            let failure: PinningFailure?
+            if let known = verdicts[connection.validatedChain] {
+                failure = known
+            } else {
+                failure = refusal(of: connection.validatedChain)
+                verdicts[connection.validatedChain] = failure
+            }
+            guard let failure else { continue }
+            logger.debug("closing a pinned gRPC connection the new list no longer allows",
+                         metadata: ["pinstore.host": "\(serverName.host)", "pinstore.reason": "\(failure)"])
+            connection.retire(failure)
+            closing.append(connection.channel.closeFuture)
+        }
+    }
+
+    /// How many admitted connections are open (tests).
+    var admittedCount: Int {
+        admitted.withLock { $0.count }
+    }
+}
