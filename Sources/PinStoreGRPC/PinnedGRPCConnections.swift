@@ -36,13 +36,17 @@ final class PinnedGRPCConnections: Sendable {
         let retire: @Sendable (PinningFailure) -> Void
     }
 
+    /// Closes started by list changes and not yet awaited (``closesSettled()``).
+    private let pendingCloses = Locked<[EventLoopFuture<Void>]>([])
+
     init(verifier: PinningTLSVerifier, serverName: PinnedGRPCServerName, context: NIOSSLContext, logger: Logger) {
         self.verifier = verifier
         self.serverName = serverName
         self.context = context
         self.logger = logger
         // Weak: the store outlives transports; the handler goes when the transport does.
-        let token = verifier.evaluator.store.addListChangeHandler { [weak self] in self?.listChanged() }
+        let token = verifier.evaluator.store.addListChangeHandler({ [weak self] in self?.listChanged() },
+                                                                 settled: { [weak self] in await self?.closesSettled() })
         listChangeToken.withLock { $0 = token }
     }
 
@@ -98,11 +102,9 @@ final class PinnedGRPCConnections: Sendable {
     func listChanged() {
         let connections = admitted.withLock { Array($0.values) }
         var closing: [EventLoopFuture<Void>] = []
-        defer {
-            if MultiThreadedEventLoopGroup.currentEventLoop == nil {
-                for future in closing { try? future.wait() }
-            }
-        }
+        // Never a blocking wait here (the handler may run on an event loop or the download
+        // task): the store's update awaits the closes through closesSettled() instead.
+        defer { if !closing.isEmpty { pendingCloses.withLock { $0.append(contentsOf: closing) } } }
         // One decision per distinct chain: every connection of a transport is for one host.
         var verdicts: [[Data]: PinningFailure?] = [:]
         for connection in connections {
@@ -119,6 +121,16 @@ final class PinnedGRPCConnections: Sendable {
             connection.retire(failure)
             closing.append(connection.channel.closeFuture)
         }
+    }
+
+    /// Awaits the closes the last list changes started (the store's update awaits this before
+    /// it returns, so an RPC made after it opens a connection the new list decides).
+    func closesSettled() async {
+        let futures = pendingCloses.withLock { pending in
+            defer { pending.removeAll() }
+            return pending
+        }
+        for future in futures { try? await future.get() }
     }
 
     /// How many admitted connections are open (tests).

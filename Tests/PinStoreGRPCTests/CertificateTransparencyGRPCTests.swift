@@ -43,7 +43,7 @@ import Testing
         await bad.shutdown()
         await world.shutdown()
         #expect(answer == Array("logged".utf8))
-        guard case .certificateTransparencyNotMet(let violation)? = refusal.flatMap(PinningFailure.init(unwrapping:))?.reason else {
+        guard let violation = refusal.flatMap(PinningFailure.init(unwrapping:))?.reason.certificateTransparencyViolation else {
             Issue.record("expected a CT refusal, got \(String(describing: refusal))")
             return
         }

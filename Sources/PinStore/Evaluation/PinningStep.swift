@@ -117,9 +117,11 @@ extension PinStore {
     }
 
     /// The pin decision (not reported) for `host` over a chain the caller vouches was validated
-    /// by the normal trust evaluation (tests: the adapters keep the ``ValidatedChain`` their
-    /// evaluation made, and re-check through ``stillAdmits(_:)``).
-    func pinDecision(host: String, validatedChain: [Data]) -> PinningDecision {
+    /// by the normal trust evaluation: tests, and PinStoreGRPC's re-check after a list change,
+    /// over the chain swift-nio-ssl's validated-chain metadata gave its handshake (the other
+    /// adapters keep the ``ValidatedChain`` their evaluation made, and re-check through
+    /// ``stillAdmits(_:)``; moving gRPC onto ``AdmissionGate`` is the next step).
+    package func pinDecision(host: String, validatedChain: [Data]) -> PinningDecision {
         guard let name = try? HostName(host) else {
             return .deny(PinningFailure(host: host, reason: .chainNotTrusted(
                 ChainValidationError(.hostnameMismatch, depth: 0, detail: HostName.problem(host)))))
