@@ -1,5 +1,6 @@
 @testable import PinStore
 import Foundation
+import PinStoreTestSupport
 import Testing
 
 // What a later release adds, made here through the internal initialisers: a new member of
@@ -147,5 +148,15 @@ private func action(for code: PinningFailure.Reason.Code) -> String {
         #expect(category(.sha384KeyForTest) == "other")
         #expect(PinIdentity.Kind.key(depth: 2).depth == 2)
         #expect(PinIdentity.Kind.certificate(depth: nil).depth == nil)
+    }
+
+    @Test func theVersionStringIsTheNewestReleaseOfTheChangelogAndTheREADMEInstallLine() throws {
+        let changelog = try String(contentsOf: TestResources.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        // "## Unreleased" may stand above it, gathering what the next release will list.
+        let newest = changelog.split(separator: "\n").first { $0.hasPrefix("## ") && $0.dropFirst(3).first?.isNumber == true }
+        #expect(newest?.dropFirst(3).hasPrefix(PinStoreVersion.current + " ") == true,
+                "CHANGELOG.md's newest release is \(newest ?? "missing"), PinStoreVersion.current is \(PinStoreVersion.current)")
+        let readme = try String(contentsOf: TestResources.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.contains("from: \"\(PinStoreVersion.current)\""), "the README's install line names another version")
     }
 }

@@ -116,9 +116,3 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
         Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
     }
 }
-
-/// The version of this library, as sent in reports (`pinstore-version`).
-public enum PinStoreVersion {
-    /// The version string, e.g. "0.1.0".
-    public static let current = "0.1.0"
-}
