@@ -24,11 +24,11 @@ struct PresentedChain: Sendable {
 
 /// One TLS handshake that records the presented chain and sends nothing else.
 ///
-/// The verification callback replaces swift-nio-ssl's verification (docs/linux-tls.md): it keeps
-/// the chain (within the limits) and lets the handshake go on, so that the server's proof of its
-/// key (CertificateVerify, or the signed key exchange in TLS 1.2, which come after the
-/// certificates) is seen. Whether the chain is trusted is decided afterwards by `ChainValidator`,
-/// never here.
+/// The verification callback replaces swift-nio-ssl's verification (a custom callback always
+/// does: `SSL_set_custom_verify`). It keeps the chain (within the limits) and lets the handshake
+/// go on, so that the server's proof of its key (CertificateVerify, or the signed key exchange
+/// in TLS 1.2, both after the certificates) is seen. Whether the chain is trusted is decided
+/// afterwards by `ChainValidator`, never here.
 struct TLSHandshakeRecorder {
     let limits: TLSPartnerProber.Configuration
     let group: any EventLoopGroup
@@ -183,9 +183,8 @@ private final class HandshakeWatcher: ChannelInboundHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? TLSUserEvent, case .handshakeCompleted = event {
             presented.fail(ProbeFailure("the handshake finished without a certificate from the server"))
+            // Nothing is sent: the probe closes the channel as soon as it has this event.
             finished.succeed()
-            // Nothing is sent: the probe closes as soon as it has seen the end of the handshake.
-            context.close(promise: nil)
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -210,8 +209,9 @@ private final class HandshakeWatcher: ChannelInboundHandler {
 }
 
 /// Whether a server name is an IP address (then no SNI is sent).
-enum IPAddressLiteral {
-    static func isLiteral(_ text: String) -> Bool {
+package enum IPAddressLiteral {
+    /// True for an IPv4 or IPv6 address, brackets allowed.
+    package static func isLiteral(_ text: String) -> Bool {
         var host = text
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return (try? SocketAddress(ipAddress: host, port: 0)) != nil
