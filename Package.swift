@@ -165,6 +165,9 @@ let package = Package(
                 "PinStoreNIO",
                 "PinStoreDevServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `pinstore publish run`: the publisher in a ServiceGroup, logging to stderr.
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
