@@ -99,6 +99,9 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // The probe waits for `TLSUserEvent.handshakeCompleted`: the server proved it
+                // holds the leaf's key.
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -184,6 +187,9 @@ let package = Package(
                 "PinStoreNIO",
                 "PinStoreDevServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `pinstore publish run`: the publisher in a ServiceGroup, logging to stderr.
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -273,7 +279,7 @@ let package = Package(
         .testTarget(
             name: "PinStorePublisherTests",
             dependencies: [
-                "PinStore", "PinStoreSigning", "PinStorePublisher", "PinStoreTesting", "PinStoreTestSupport",
+                "PinStore", "PinStoreSigning", "PinStorePublisher", "PinStoreTesting", "PinStoreTestSupport", "PinStoreDevServer",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

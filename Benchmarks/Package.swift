@@ -21,6 +21,8 @@ let package = Package(
                 // The test CT log and CA (CertificateTransparencyBenchmark.swift).
                 .product(name: "PinStoreSigning", package: "PinStore"),
                 .product(name: "PinStoreTesting", package: "PinStore"),
+                // The publisher's probe, list and rotation-latency rows (PublisherBenchmark.swift).
+                .product(name: "PinStorePublisher", package: "PinStore"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

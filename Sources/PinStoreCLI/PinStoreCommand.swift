@@ -15,6 +15,7 @@ struct PinStoreCommand: AsyncParsableCommand {
               pinstore sign --key list-signing.key.pem --host api.example.com --out list.json
               pinstore verify list.json --public-key BC3kV9OIDnMu...Nv+XE=
               pinstore serve --key list-signing.key.pem --list list.json --port 8080
+              pinstore publish run --file publication.json
             """,
         version: PinStoreVersion.current,
         subcommands: [
@@ -26,6 +27,7 @@ struct PinStoreCommand: AsyncParsableCommand {
             CertificateTransparencyCommand.self,
             VerifyCommand.self,
             ServeCommand.self,
+            PublishCommand.self,
             ReportsCommand.self,
             PoliciesCommand.self,
             DemoCommand.self,

@@ -20,7 +20,7 @@ struct CommandLineTests {
 
     // MARK: Help and errors
 
-    @Test(arguments: ["keygen", "public-key", "fingerprint", "sign", "keys", "verify", "serve", "demo", "policies"])
+    @Test(arguments: ["keygen", "public-key", "fingerprint", "sign", "keys", "verify", "serve", "demo", "policies", "publish"])
     func helpShowsAnExample(command: String) async throws {
         let result = try await PinstoreBinary.run([command, "--help"])
         #expect(result.status == 0)
@@ -30,7 +30,7 @@ struct CommandLineTests {
 
     /// The argument parser wraps help text at 80 columns; a line break written inside a
     /// paragraph would leave a short line in the middle of it ("each / file, the / leaf").
-    @Test(arguments: ["keygen", "public-key", "fingerprint", "sign", "keys", "verify", "serve", "demo", "policies", "reports"])
+    @Test(arguments: ["keygen", "public-key", "fingerprint", "sign", "keys", "verify", "serve", "demo", "policies", "reports", "publish"])
     func helpParagraphsHaveNoHardLineBreaks(command: String) async throws {
         let result = try await PinstoreBinary.run([command, "--help"])
         let discussion = result.stdout.components(separatedBy: "\n\n").dropFirst()   // after OVERVIEW

@@ -13,6 +13,7 @@ import Glibc
 //   swift run -c release --package-path Benchmarks reports    what a reportURI adds to a refused connection
 //   swift run -c release --package-path Benchmarks keysets    a 2-of-3 key set versus one key on a 1,000-entry list
 //   swift run -c release --package-path Benchmarks ct         the CT check of a new chain (2 SCTs) versus 2 bare P-256 verifies
+//   swift run -c release --package-path Benchmarks publisher  a partner probe, a 1,000-partner list, rotation-to-publication by K, T, interval
 //   swift run -c release --package-path Benchmarks memory N   (internal) peak RSS of an N-entry store
 //   sudo Benchmarks/.build/release/PinStoreBenchmarks session          URLSession/AsyncHTTPClient against nginx
 //   sudo Benchmarks/.build/release/PinStoreBenchmarks session-first N  first request of a process, N processes a phase
@@ -242,6 +243,13 @@ if arguments.count == 2, arguments[1] == "keysets" {
 if arguments.count == 2, arguments[1] == "ct" {
     print("PinStore Certificate Transparency benchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
     printTable(try certificateTransparencyBenchmarkRows())
+    exit(0)
+}
+
+// Issue 31 (PublisherBenchmark.swift): `publisher` runs only the publisher rows.
+if arguments.count == 2, arguments[1] == "publisher" {
+    print("PinStore publisher benchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
+    printTable(try await publisherBenchmarkRows() + rotationLatencyRows())
     exit(0)
 }
 

@@ -5,7 +5,7 @@ import Foundation
 /// verified list, the list in force and one time, with no clock, file or lock, so
 /// ``ListUpdater`` applies exactly the same rules to a download and to a list another process
 /// saved, and tests check them without a store or a network.
-enum ListAcceptance {
+package enum ListAcceptance {
     /// Checks `verified` against `current` at `now`. Returns false when it has the same
     /// `version` as the list in force: nothing to do.
     ///
@@ -59,5 +59,33 @@ enum ListAcceptance {
                 : "Every entry of the verified list has expired; the stored pins are kept.")
         }
         return valid
+    }
+}
+
+extension ListAcceptance {
+    /// What a publisher checks on the exact bytes it is about to put in place of the list it
+    /// served last: the runtime's own ``ListVerifier`` (whole-list signatures required, at least
+    /// `threshold` distinct keys of `keys`) and ``ListAcceptance`` (not expired at `now`, a
+    /// version above `previousVersion` and a timestamp not below `previousTimestamp`, at least
+    /// one entry valid at `now`). A list that passes is one a store trusting `keys` installs.
+    ///
+    /// - Returns: The list's signed version, expiry and timestamp, and its entries valid at `now`.
+    /// - Throws: The ``PinStoreError`` a store would refuse the list with.
+    package static func checkPublishable(_ body: Data, keys: [P256PublicKey], threshold: Int,
+                                         previousVersion: Int64?, previousTimestamp: Int64?,
+                                         at now: Date) throws(PinStoreError) -> (version: Int64, expires: Int64?, timestamp: Int64, entries: [FingerprintEntry]) {
+        let keySet = try ListKeySet(version: 0, keys: keys, threshold: threshold, expires: nil)
+        let verified = try ListVerifier(keys: keySet, requireListSignature: true, mode: .static)
+            .verify(PersistedList(mode: .static, body: body, nextUpdate: 0))
+        guard let version = verified.version, let timestamp = verified.timestamp else {
+            throw PinStoreError(.invalidListData, "The list has no signed version and timestamp; stores could not refuse a rollback to it.")
+        }
+        let current = previousVersion == nil && previousTimestamp == nil ? nil
+            : PinStore.StoredList(index: PinIndex(entries: []), timestamp: previousTimestamp, updatedAt: nil,
+                                  identity: Data(), version: previousVersion)
+        guard try check(verified, against: current, at: now) else {
+            throw PinStoreError(.rollback, "The list has version \(version), the version already published; stores would ignore it.")
+        }
+        return (version, verified.expires, timestamp, try validEntries(of: verified, at: now))
     }
 }

@@ -37,10 +37,17 @@ struct PersistedList: Codable, Sendable, Equatable {
 /// One store file, written atomically (temporary file, fsync, rename, fsync of the folder)
 /// with mode 0600, so a reader in this or another process sees the old file or the new one,
 /// never a torn one.
-struct PersistentListFile: Sendable {
-    let url: URL
+package struct PersistentListFile: Sendable {
+    package let url: URL
     /// Files larger than this are not read (a hostile or corrupted file cannot exhaust memory).
-    let maximumSize: Int
+    package let maximumSize: Int
+
+    /// A file at `url`, read only when at most `maximumSize` bytes. The publisher's state file
+    /// is kept with the same rules (package API), so both refuse the same tampering.
+    package init(url: URL, maximumSize: Int) {
+        self.url = url
+        self.maximumSize = maximumSize
+    }
 
     /// Reads and decodes the file; nil when there is none.
     ///
@@ -71,7 +78,7 @@ struct PersistentListFile: Sendable {
 
     /// The file's bytes, read with the checks ``load(logger:)`` describes; nil when there is
     /// no file.
-    func readBytes(logger: Logger? = nil) throws(PinStoreError) -> Data? {
+    package func readBytes(logger: Logger? = nil) throws(PinStoreError) -> Data? {
         let path = url.path
         warnAboutWritableDirectory(logger: logger)
         removeStaleTemporaryFiles()
@@ -170,7 +177,12 @@ struct PersistentListFile: Sendable {
         try Self.writeAtomically(data, to: url)
     }
 
-    static func writeAtomically(_ data: Data, to url: URL) throws(PinStoreError) {
+    /// Replaces `url` with `data`: a temporary file in the same folder, written, fsynced and
+    /// renamed over it, then the folder fsynced. A reader sees the old file or the new one,
+    /// never a torn one, and a failure at any step leaves the old file in place.
+    /// `permissions` are the new file's (0600: only this user; the publisher's output folder,
+    /// which a web server reads, uses 0644).
+    package static func writeAtomically(_ data: Data, to url: URL, permissions: UInt16 = 0o600) throws(PinStoreError) {
         let directory = url.deletingLastPathComponent()
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
@@ -179,7 +191,7 @@ struct PersistentListFile: Sendable {
             throw PinStoreError(.storage, "The store folder \(directory.path) could not be created: \(error.localizedDescription)")
         }
         let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UInt64.random(in: 0...UInt64.max)).tmp")
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode_t(permissions))
         guard fd >= 0 else {
             throw PinStoreError(.storage, "Could not create \(temporary.path): \(String(cString: strerror(errno)))")
         }

@@ -52,7 +52,8 @@ package struct ProbeObservation: Sendable, Hashable, Codable {
 package enum ProbeResult: Sendable, Hashable {
     /// A TLS handshake got as far as the server's certificates.
     case observed(ProbeObservation)
-    /// No certificate was seen at `address` (refused, timed out, not TLS); `reason` says why.
+    /// No chain to judge came from `address` (refused, timed out, not TLS, a chain past the
+    /// probe's limits, a name that does not resolve); `reason` says why.
     case unreachable(address: String, reason: String)
 }
 

@@ -87,17 +87,39 @@ public struct FingerprintListSigner: Sendable {
             try Self.checkClientsAccept(json)
             return json
         }
+        let unsigned = try Self.unsignedStaticList(entryLines: lines, timestamp: timestamp, version: version, expires: expires,
+                                                   certificateTransparency: certificateTransparency,
+                                                   labelledSignatures: !additionalKeys.isEmpty)
+        return try WholeListSignature.sign(unsigned, with: [privateKey] + additionalKeys)
+    }
+
+    /// A static list whose entries carry the given per-entry signatures (DER, over each entry's
+    /// `signedBytes`) and whose whole-list signature members are still empty
+    /// (`"listSignature": ""`, and `"listSignatures": []` when `labelledSignatures`): for
+    /// signers whose keys are not in this process (the publisher's command signers and
+    /// co-signing vantage points), which fill them in through ``WholeListSignature``'s steps.
+    /// Checked with the clients' parser like ``staticList(_:timestamp:version:expires:certificateTransparency:)``.
+    package static func unsignedStaticList(_ entries: [(entry: FingerprintEntry, signature: Data)], timestamp: Int64,
+                                           version: Int64?, expires: Int64?, certificateTransparency: Data?,
+                                           labelledSignatures: Bool) throws(PinStoreError) -> Data {
+        try unsignedStaticList(entryLines: entries.map { entryObject($0.entry, signature: $0.signature) }, timestamp: timestamp,
+                               version: version, expires: expires, certificateTransparency: certificateTransparency,
+                               labelledSignatures: labelledSignatures)
+    }
+
+    private static func unsignedStaticList(entryLines lines: [String], timestamp: Int64, version: Int64?, expires: Int64?,
+                                           certificateTransparency: Data?, labelledSignatures: Bool) throws(PinStoreError) -> Data {
         var members = ["\"\(WholeListSignature.member)\": \"\""]
-        if !additionalKeys.isEmpty { members.append("\"\(WholeListSignature.extraMember)\": []") }
+        if labelledSignatures { members.append("\"\(WholeListSignature.extraMember)\": []") }
         if let version { members.append("\"version\": \(version)") }
         if let expires { members.append("\"expires\": \(expires)") }
         if let certificateTransparency {
             members.append("\"certificateTransparency\": \(String(decoding: try CertificateTransparencyTools.checkedSection(certificateTransparency), as: UTF8.self))")
         }
         members.append("\"timestamp\": \(timestamp)")
-        let unsigned = Self.document(members: members, entryLines: lines)
-        try Self.checkClientsAccept(unsigned)
-        return try WholeListSignature.sign(unsigned, with: [privateKey] + additionalKeys)
+        let unsigned = document(members: members, entryLines: lines)
+        try checkClientsAccept(unsigned)
+        return unsigned
     }
 
     /// A challenge-mode response body: `{"timestamp":...,"fingerprints":[...]}` without per-entry

@@ -1,0 +1,211 @@
+import Foundation
+import PinStore
+
+/// The rules before anything is published: a pure function of the state, the partners, the
+/// numbers and one time, so every outcome is tested with an injected time and no network.
+///
+/// A presented certificate's pin is published automatically only when, in this order:
+/// 1. its chain validated for the host (the probe's OpenSSL validation; never waived);
+/// 2. it is neither expired nor expiring within `minimumRemainingValidity` (never waived);
+/// 3. it was issued under an allowed CA: one of the CAs of certificates already published for
+///    the partner, or one `allowedCAs` names. The first certificate ever seen for a partner
+///    with no `allowedCAs` is staged: someone must say which CA the partner uses, once;
+/// 4. where the partner requires it, it is CT-compliant under the configured log list;
+/// 5. it was seen on at least K probes spanning at least T, so a transient interception seen
+///    once never reaches the list.
+/// An approval (a signature by a trusted or approver key over the staged change) waives 3-5.
+/// Everything else is staged with its reason, never published.
+///
+/// Withdrawal: a published pin stays while any address of the partner presents a certificate
+/// that yields it (an address that stops answering keeps what it presented last); once none
+/// does, its clock starts, and the pin goes only when the clock has run for `gracePeriod`. A
+/// pin past its own `expires` goes at once (clients ignore it anyway).
+package enum PublicationRules {
+    /// The numbers the rules use (from the publication file).
+    package struct Settings: Sendable {
+        package var minimumSightings: Int
+        package var minimumSpan: TimeInterval
+        package var gracePeriod: TimeInterval
+        package var minimumRemainingValidity: TimeInterval
+
+        package init(minimumSightings: Int, minimumSpan: TimeInterval, gracePeriod: TimeInterval, minimumRemainingValidity: TimeInterval) {
+            self.minimumSightings = minimumSightings
+            self.minimumSpan = minimumSpan
+            self.gracePeriod = gracePeriod
+            self.minimumRemainingValidity = minimumRemainingValidity
+        }
+
+        package init(_ file: PublicationFile) {
+            self.init(minimumSightings: file.minimumSightings, minimumSpan: file.minimumSpan.seconds,
+                      gracePeriod: file.gracePeriod.seconds, minimumRemainingValidity: file.minimumRemainingValidity.seconds)
+        }
+    }
+
+    /// A partner as the rules see it: its file entry and the CAs the file allows (SPKI
+    /// SHA-256 Base64, PEM files already read).
+    package struct Partner: Sendable {
+        package var entry: PublicationFile.Partner
+        package var allowedCAs: Set<String>
+
+        package init(entry: PublicationFile.Partner, allowedCAs: Set<String> = []) {
+            self.entry = entry
+            self.allowedCAs = allowedCAs
+        }
+    }
+
+    /// The ID a staged change of `partnerID`'s leaf has: the first 12 hex digits of SHA-256
+    /// over `partnerID` and the leaf's hash (stable across probes and restarts).
+    package static func changeID(partnerID: String, leafSHA256: String) -> String {
+        String(StateFile.hex(SHA256Digest.hash(Data("\(partnerID)\n\(leafSHA256)".utf8))).prefix(12))
+    }
+
+    /// What an approver signs: the change, its partner, the exact leaf and the pin it adds,
+    /// under a label no list or key document starts with (so the signature means nothing else).
+    package static func approvalMessage(changeID: String, partnerID: String, leafSHA256: String,
+                                        kind: PublicationFile.PinKind, pin: String) -> Data {
+        Data("pinstore-publisher-approval\n\(changeID)\n\(partnerID)\n\(leafSHA256)\n\(kind.rawValue)\n\(pin)\n".utf8)
+    }
+
+    /// The outcome for one certificate of one partner.
+    package static func outcome(of certificate: PublisherState.SeenCertificate, partner: Partner, record: PublisherState.PartnerRecord,
+                                settings: Settings, approvedBy approver: String?, now: Date) -> RuleOutcome {
+        if let failure = certificate.validationFailure {
+            return .chainDidNotValidate(failure)
+        }
+        if certificate.notAfter.timeIntervalSince(now) < settings.minimumRemainingValidity {
+            return .expiresTooSoon(notAfter: certificate.notAfter)
+        }
+        if let approver { return .approved(keyID: approver) }
+        let allowed = partner.allowedCAs.union(record.trustedCAs)
+        if allowed.isEmpty { return .firstCertificate }
+        if allowed.isDisjoint(with: certificate.caSPKIs) {
+            return .caNotAllowed(issuer: certificate.caSPKIs.first.map { "the CA with SPKI SHA-256 \($0)" } ?? "an unknown CA")
+        }
+        if partner.entry.requireCertificateTransparency {
+            guard let verdict = certificate.certificateTransparency else {
+                return .notCTCompliant("not checked: no log list was configured when it was seen")
+            }
+            guard verdict.compliant else { return .notCTCompliant(verdict.detail) }
+        }
+        if certificate.sightings < settings.minimumSightings {
+            return .tooFewSightings(seen: certificate.sightings, needed: settings.minimumSightings)
+        }
+        let span = certificate.lastSeen.timeIntervalSince(certificate.firstSeen)
+        if span < settings.minimumSpan {
+            return .spanTooShort(span: span, needed: settings.minimumSpan)
+        }
+        return .rulesMet
+    }
+
+    /// The plan at `now`.
+    ///
+    /// - Parameter approvals: verified approvals: change ID to the approving key's ID.
+    package static func plan(state: PublisherState, partners: [Partner], settings: Settings,
+                             approvals: [String: String], now: Date) -> PublicationPlan {
+        var pins: [String: PublisherState.PublishedPin] = [:]
+        var staged: [StagedChange] = []
+        var withdrawn: [PublisherState.PublishedPin] = []
+        var cases: [String: RotationCase] = [:]
+        var trustedCAs: [String: Set<String>] = [:]
+        let nowSeconds = Int64(now.timeIntervalSince1970.rounded(.down))
+
+        func add(_ pin: PublisherState.PublishedPin) {
+            if var existing = pins[pin.entryKey] {
+                existing.expires = max(existing.expires, pin.expires)
+                existing.notServedSince = nil
+                pins[pin.entryKey] = existing
+            } else {
+                pins[pin.entryKey] = pin
+            }
+        }
+
+        for partner in partners {
+            let id = partner.entry.id
+            let record = state.partners[id] ?? PublisherState.PartnerRecord()
+            let served = record.servedLeaves.compactMap { record.certificates[$0] }
+            let published = state.publishedPins.filter { $0.partnerID == id }
+            let publishedValues = Set(published.filter { $0.kind == partner.entry.pin }.map(\.value))
+
+            // New certificates: the ones presented now.
+            for certificate in served.sorted(by: { $0.leafSHA256 < $1.leafSHA256 }) {
+                let change = changeID(partnerID: id, leafSHA256: certificate.leafSHA256)
+                let result = outcome(of: certificate, partner: partner, record: record, settings: settings,
+                                     approvedBy: approvals[change], now: now)
+                let pin = certificate.pin(partner.entry.pin)
+                if result.publishes, let pin {
+                    let expires = Int64(pin.expires.timeIntervalSince1970.rounded(.down))
+                    add(PublisherState.PublishedPin(partnerID: id, name: partner.entry.host, kind: partner.entry.pin, value: pin.value,
+                                                    expires: expires, source: result == .rulesMet ? "observed" : "approved",
+                                                    notServedSince: nil))
+                    trustedCAs[id, default: []].formUnion(certificate.caSPKIs)
+                } else if !result.publishes {
+                    staged.append(StagedChange(id: change, partnerID: id, host: partner.entry.host, leafSHA256: certificate.leafSHA256,
+                                               kind: partner.entry.pin, pin: pin?.value, subject: certificate.subject,
+                                               notAfter: certificate.notAfter, outcome: result,
+                                               pinAlreadyPublished: pin.map { publishedValues.contains($0.value) } ?? false))
+                }
+            }
+
+            // Announced keys, until their own expiry.
+            let announced = state.announcements.filter { $0.partnerID == id && $0.expires > now }
+            for announcement in announced {
+                add(PublisherState.PublishedPin(partnerID: id, name: partner.entry.host, kind: .leafKey, value: announcement.spkiSHA256,
+                                                expires: Int64(announcement.expires.timeIntervalSince1970.rounded(.down)),
+                                                source: "announced", notServedSince: nil))
+            }
+
+            // Pins already in the list: kept while presented, then for the grace period.
+            for var pin in published {
+                guard pin.expires > nowSeconds else {
+                    withdrawn.append(pin)
+                    continue
+                }
+                if pins[pin.entryKey] != nil { continue }
+                let stillServed = served.contains { $0.pin(pin.kind)?.value == pin.value }
+                if stillServed {
+                    pin.notServedSince = nil
+                } else {
+                    let since = pin.notServedSince ?? now
+                    guard now.timeIntervalSince(since) < settings.gracePeriod else {
+                        withdrawn.append(pin)
+                        continue
+                    }
+                    pin.notServedSince = since
+                }
+                pins[pin.entryKey] = pin
+            }
+
+            cases[id] = rotationCase(partner: partner, pins: pins.values.filter { $0.partnerID == id }, served: served, announced: !announced.isEmpty)
+        }
+
+        // Pins of partners no longer in the file are withdrawn after the grace period too.
+        let known = Set(partners.map(\.entry.id))
+        for var pin in state.publishedPins where !known.contains(pin.partnerID) {
+            let since = pin.notServedSince ?? now
+            if pin.expires <= nowSeconds || now.timeIntervalSince(since) >= settings.gracePeriod {
+                withdrawn.append(pin)
+            } else {
+                pin.notServedSince = since
+                pins[pin.entryKey] = pin
+            }
+        }
+
+        let sorted = pins.values.sorted { ($0.name, $0.kind.rawValue, $0.value) < ($1.name, $1.kind.rawValue, $1.value) }
+        return PublicationPlan(pins: sorted, staged: staged, withdrawn: withdrawn, cases: cases, trustedCAs: trustedCAs)
+    }
+
+    /// Which promise the publisher can make for a partner.
+    static func rotationCase(partner: Partner, pins: [PublisherState.PublishedPin], served: [PublisherState.SeenCertificate],
+                             announced: Bool) -> RotationCase {
+        if partner.entry.pin == .issuerKey { return .pinnedByCAKey }
+        if announced { return .announcedRotation }
+        // A pin that no address presents yet, or a second one presented next to the first:
+        // the next certificate is pinned before the cutover.
+        let presented = Set(served.compactMap { $0.pin(partner.entry.pin)?.value })
+        let live = pins.filter { $0.notServedSince == nil }
+        if live.count > 1, live.contains(where: { !presented.contains($0.value) }) || presented.count > 1 {
+            return .announcedRotation
+        }
+        return .unannouncedLeafRotation
+    }
+}

@@ -1,0 +1,193 @@
+import CoreMetrics
+import Foundation
+import Logging
+import PinStore
+import ServiceLifecycle
+
+/// The publishing half of dynamic pinning: a long-lived service that probes every partner of
+/// a ``PublicationFile``, remembers what each presented, decides by the publication rules what
+/// may be pinned, and keeps a signed list (with its key documents and CT section) current in
+/// the output folder, re-signing it before it expires.
+///
+/// Add it to a `ServiceGroup`; `run()` returns on graceful shutdown and on cancellation:
+///
+/// ```swift
+/// let publisher = try Publisher(file: try PublicationFile(contentsOf: url), prober: TLSPartnerProber(), logger: logger)
+/// let group = ServiceGroup(services: [publisher], gracefulShutdownSignals: [.sigterm], logger: logger)
+/// try await group.run()
+/// ```
+///
+/// Logs one info line per published list and per newly staged change; metrics are listed in
+/// the operations guide (`pinstore_publisher_*`).
+public actor Publisher: Service {
+    package let setup: PublisherSetup
+    let prober: any PartnerProber
+    let clock: any PinStoreClock
+    let logger: Logger
+    let metrics: PublisherMetrics
+    let stateFile: StateFile
+    let output: OutputFolder
+    let proposals: ProposalFolder
+    let assembly: ListAssembly
+    /// The state as saved last (every change is saved before it is acted on).
+    package internal(set) var state: PublisherState
+    package internal(set) var schedule: PublisherSchedule
+    /// Staged change IDs already logged, so each is logged once.
+    var loggedStaged = Set<String>()
+
+    /// A publisher for `setup`, resuming from the state file in its state folder.
+    ///
+    /// - Throws: ``PublisherError/Code/stateFile`` when the state file is refused.
+    package init(setup: PublisherSetup, prober: any PartnerProber, clock: any PinStoreClock = SystemClock(),
+                 logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil) throws(PublisherError) {
+        self.setup = setup
+        self.prober = prober
+        self.clock = clock
+        self.logger = logger ?? Logger(label: "pinstore.publisher", factory: { _ in SwiftLogNoOpLogHandler() })
+        self.metrics = PublisherMetrics(factory: metricsFactory ?? MetricsSystem.factory)
+        let file = setup.file
+        self.stateFile = StateFile(url: file.resolve(file.stateFolder).appendingPathComponent("state.json"))
+        self.output = OutputFolder(url: file.resolve(file.outputFolder), listFileName: file.listFileName)
+        self.proposals = ProposalFolder(url: file.proposalsFolderURL)
+        guard let first = setup.signers.first else {
+            throw PublisherError(.invalidPublicationFile, "The publisher has no signing key.")
+        }
+        self.assembly = ListAssembly(entrySigner: first)
+        self.state = try stateFile.load()
+        let now = clock.now()
+        self.schedule = PublisherSchedule(partners: file.partners.map(\.id), start: now, probeInterval: file.probeInterval.seconds,
+                                          cycleInterval: file.probeInterval.seconds)
+    }
+
+    /// A publisher for the publication file, probing through `prober`.
+    package init(file: PublicationFile, prober: any PartnerProber, clock: any PinStoreClock = SystemClock(),
+                 logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil) throws(PublisherError) {
+        try self.init(setup: try PublisherSetup(file: file), prober: prober, clock: clock, logger: logger, metricsFactory: metricsFactory)
+    }
+
+    /// Probes, plans, publishes and re-signs until graceful shutdown or cancellation.
+    public func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            try await self.loop()
+        }
+    }
+
+    private func loop() async throws {
+        while !Task.isCancelled {
+            let now = clock.now()
+            switch schedule.nextAction(at: now) {
+            case .probe(let ids):
+                await probe(ids)
+            case .cycle:
+                let succeeded = await cycle()
+                schedule.cycled(at: clock.now(), succeeded: succeeded)
+            case .sleep(let until):
+                do {
+                    try await clock.sleep(until: until)
+                } catch {
+                    return
+                }
+            }
+        }
+    }
+
+    /// Probes the partners `ids` (all when nil) through the prober, records what they
+    /// presented and saves the state.
+    package func probe(_ ids: [String]? = nil) async {
+        let partners = setup.partners.filter { ids?.contains($0.entry.id) ?? true }
+        let section = setup.certificateTransparencySection
+        for partner in partners {
+            let results = await prober.probe(setup.target(for: partner.entry))
+            let now = clock.now()
+            metrics.partnersProbed.increment()
+            if !results.contains(where: { if case .observed = $0 { true } else { false } }) {
+                metrics.probeFailures.increment()
+            }
+            state.record(results, partnerID: partner.entry.id, at: now, ctVerdict: section.map { section in
+                { chain in Self.ctVerdict(chain: chain, section: section, now: now) }
+            })
+        }
+        let now = clock.now()
+        state.forgetAddresses(olderThan: setup.file.gracePeriod.seconds, at: now)
+        schedule.probed(partners.map(\.entry.id), at: now)
+        save()
+    }
+
+    /// The CT verdict of a validated chain under the section, as a store in enforce mode decides.
+    static func ctVerdict(chain: [Data], section: Data, now: Date) -> PublisherState.CTVerdict {
+        do {
+            let status = try CertificateTransparencyTools.status(chain: chain, section: section, now: now)
+            return PublisherState.CTVerdict(compliant: status.compliant, detail: status.lines.last ?? "")
+        } catch {
+            return PublisherState.CTVerdict(compliant: false, detail: error.reason)
+        }
+    }
+
+    /// Saves the state; a failure is logged (the next change tries again) and never loses the
+    /// state in memory.
+    func save() {
+        do {
+            try stateFile.save(state)
+        } catch {
+            logger.warning("the publisher state could not be saved", metadata: ["pinstore.error": "\(error.reason)"])
+        }
+    }
+
+    /// The plan at `now` from the state in memory.
+    package func plan(at now: Date) -> PublicationPlan {
+        PublicationRules.plan(state: state, partners: setup.partners, settings: PublicationRules.Settings(setup.file),
+                              approvals: verifiedApprovals(state.approvals), now: now)
+    }
+
+    /// Approvals whose signature verifies with an approver key: change ID to key ID.
+    func verifiedApprovals(_ approvals: [PublisherState.Approval]) -> [String: String] {
+        var verified: [String: String] = [:]
+        for approval in approvals {
+            guard let key = setup.approverKeys.first(where: { KeyDocumentTools.keyID(of: $0) == approval.keyID }),
+                  let signature = Data(base64Encoded: approval.signature) else { continue }
+            let message = PublicationRules.approvalMessage(changeID: approval.changeID, partnerID: approval.partnerID,
+                                                           leafSHA256: approval.leafSHA256, kind: approval.kind, pin: approval.pin)
+            if key.isValidSignature(signature, for: message) { verified[approval.changeID] = approval.keyID }
+        }
+        return verified
+    }
+
+    /// The state for `pinstore publish status`.
+    public func status() -> PublisherStatus {
+        let now = clock.now()
+        let plan = plan(at: now)
+        let rows = setup.partners.map { partner -> PublisherStatus.Partner in
+            let id = partner.entry.id
+            let record = state.partners[id]
+            let pins = state.publishedPins.filter { $0.partnerID == id }
+            let values = Set(pins.map(\.value))
+            let certificates = record?.certificates.values.filter { $0.pin(partner.entry.pin).map { values.contains($0.value) } ?? false } ?? []
+            return PublisherStatus.Partner(
+                id: id, host: "\(partner.entry.host):\(partner.entry.port)", rotationCase: plan.cases[id]?.rawValue ?? RotationCase.unannouncedLeafRotation.rawValue,
+                publishedPins: pins.count, pinnedCertificateExpires: certificates.map(\.notAfter).min(),
+                lastProbe: record?.lastProbe, lastProbeFailure: record?.lastProbeFailure,
+                pendingChanges: plan.staged.filter { $0.partnerID == id && !$0.pinAlreadyPublished }.count)
+        }
+        return PublisherStatus(listVersion: state.lastPublished?.version,
+                               listExpires: state.lastPublished.map { Date(timeIntervalSince1970: TimeInterval($0.expires)) },
+                               listPublishedAt: state.lastPublished?.publishedAt, partners: rows,
+                               changesNeedingApproval: plan.staged.filter { $0.needsPerson && !$0.pinAlreadyPublished }.count)
+    }
+
+    /// Updates the gauges that depend on time.
+    func updateGauges(plan: PublicationPlan, now: Date) {
+        metrics.pendingChanges.record(plan.staged.filter { !$0.pinAlreadyPublished }.count)
+        if let last = state.lastPublished {
+            metrics.listExpiresIn.record(Double(last.expires) - now.timeIntervalSince1970)
+        }
+        for partner in setup.partners {
+            let id = partner.entry.id
+            let values = Set(state.publishedPins.filter { $0.partnerID == id }.map(\.value))
+            let expiries = state.partners[id]?.certificates.values
+                .filter { $0.pin(partner.entry.pin).map { values.contains($0.value) } ?? false }.map(\.notAfter) ?? []
+            if let earliest = expiries.min() {
+                metrics.pinnedCertificateExpiresIn(partner: id).record(earliest.timeIntervalSince(now))
+            }
+        }
+    }
+}

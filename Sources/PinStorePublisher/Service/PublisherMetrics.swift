@@ -1,0 +1,49 @@
+import CoreMetrics
+import Foundation
+import PinStore
+
+/// The publisher's swift-metrics instruments:
+///
+/// | name | kind | dimensions |
+/// |---|---|---|
+/// | `pinstore_publisher_partners_probed_total` | counter | |
+/// | `pinstore_publisher_probe_failures_total` | counter | |
+/// | `pinstore_publisher_pending_changes` | gauge | |
+/// | `pinstore_publisher_published_changes_total` | counter | |
+/// | `pinstore_publisher_list_expires_in_seconds` | gauge | |
+/// | `pinstore_publisher_pinned_certificate_expires_in_seconds` | gauge | `partner` |
+struct PublisherMetrics: Sendable {
+    let partnersProbed: Counter
+    let probeFailures: Counter
+    let pendingChanges: Gauge
+    let publishedChanges: Counter
+    let listExpiresIn: Gauge
+    private let factory: any MetricsFactory
+    /// One gauge per partner, made on first use (partners come from the file: bounded).
+    private let pinExpiry = Locked<[String: Gauge]>([:])
+
+    static let partnersProbedLabel = "pinstore_publisher_partners_probed_total"
+    static let probeFailuresLabel = "pinstore_publisher_probe_failures_total"
+    static let pendingChangesLabel = "pinstore_publisher_pending_changes"
+    static let publishedChangesLabel = "pinstore_publisher_published_changes_total"
+    static let listExpiresInLabel = "pinstore_publisher_list_expires_in_seconds"
+    static let pinnedCertificateExpiresInLabel = "pinstore_publisher_pinned_certificate_expires_in_seconds"
+
+    init(factory: any MetricsFactory) {
+        self.factory = factory
+        partnersProbed = Counter(label: Self.partnersProbedLabel, dimensions: [], factory: factory)
+        probeFailures = Counter(label: Self.probeFailuresLabel, dimensions: [], factory: factory)
+        pendingChanges = Gauge(label: Self.pendingChangesLabel, dimensions: [], factory: factory)
+        publishedChanges = Counter(label: Self.publishedChangesLabel, dimensions: [], factory: factory)
+        listExpiresIn = Gauge(label: Self.listExpiresInLabel, dimensions: [], factory: factory)
+    }
+
+    func pinnedCertificateExpiresIn(partner: String) -> Gauge {
+        pinExpiry.withLock { gauges in
+            if let gauge = gauges[partner] { return gauge }
+            let gauge = Gauge(label: Self.pinnedCertificateExpiresInLabel, dimensions: [("partner", partner)], factory: factory)
+            gauges[partner] = gauge
+            return gauge
+        }
+    }
+}

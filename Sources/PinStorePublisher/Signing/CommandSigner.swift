@@ -1,0 +1,194 @@
+import Foundation
+import PinStore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Signs by running a command, so that the key can live in an HSM or a KMS and never in this
+/// process: the command gets the bytes to sign on its standard input and must print the
+/// signature on its standard output, as **Base64 of the DER ECDSA-SHA256 signature** (one line;
+/// surrounding whitespace is ignored), or as the raw DER bytes. `openssl` itself is such a
+/// command:
+///
+/// ```json
+/// {"command": ["/bin/sh", "-c", "openssl dgst -sha256 -sign key.pem | base64 -w0"], "publicKey": "key.pub.pem"}
+/// ```
+///
+/// Every signature is checked against ``publicKey`` before it is used: a command that exits
+/// non-zero, prints garbage, signs with another key, or runs past ``timeout`` (then it is
+/// killed) is a ``PublisherError/Code/signingFailed`` error, and nothing is published with it.
+package struct CommandSigner: ListSigner {
+    /// argv: the program (an absolute path, or a name looked up in `PATH`) and its arguments.
+    package let arguments: [String]
+    package let publicKey: P256PublicKey
+    /// Longest a signature may take.
+    package let timeout: TimeInterval
+
+    /// Most output read from the command: a DER P-256 signature is at most 72 bytes.
+    static let maximumOutput = 4_096
+
+    package init(arguments: [String], publicKey: P256PublicKey, timeout: TimeInterval) {
+        self.arguments = arguments
+        self.publicKey = publicKey
+        self.timeout = timeout
+    }
+
+    package func sign(_ message: Data) async throws(PublisherError) -> Data {
+        let output = try await run(input: message)
+        guard let signature = Self.signature(in: output) else {
+            let shown = String(decoding: output.prefix(60), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            throw PublisherError(.signingFailed, "The signing command \(arguments[0]) printed \(output.count) bytes that are neither Base64 DER nor DER (\(String(reflecting: shown))); it must print the ECDSA signature of its standard input.")
+        }
+        guard publicKey.isValidSignature(signature, for: message) else {
+            throw PublisherError(.signingFailed, "The signing command \(arguments[0])'s signature does not verify with its configured public key (key ID \(keyID.prefix(16))); does it sign with another key, or sign something other than its standard input?")
+        }
+        return signature
+    }
+
+    /// Base64 text of a DER signature, or DER itself; nil for anything else.
+    static func signature(in output: Data) -> Data? {
+        let text = String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if !text.isEmpty, let decoded = Data(base64Encoded: text), decoded.first == 0x30 { return decoded }
+        if output.first == 0x30, output.count >= 8, output.count <= 72 { return output }
+        return nil
+    }
+
+    /// Runs the command with `input` on stdin; its stdout, or a typed error.
+    private func run(input: Data) async throws(PublisherError) -> Data {
+        let process = Process()
+        let program = arguments[0]
+        if program.contains("/") {
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = Array(arguments.dropFirst())
+        } else {
+            // Looked up in PATH by env, as a shell would.
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = arguments
+        }
+        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        let finished = ProcessEnd()
+        process.terminationHandler = { _ in finished.signal() }
+        do {
+            try process.run()
+        } catch {
+            throw PublisherError(.signingFailed, "The signing command \(program) could not be started: \(error.localizedDescription)")
+        }
+        let pid = process.processIdentifier
+        // Reading and writing on their own threads: a command that prints before it has read all
+        // its input must not deadlock against us.
+        let collected = OutputCollector(limit: Self.maximumOutput)
+        let reader = Thread {
+            collected.drain(stdout.fileHandleForReading)
+        }
+        reader.start()
+        let errors = OutputCollector(limit: Self.maximumOutput)
+        Thread { errors.drain(stderr.fileHandleForReading) }.start()
+        Thread {
+            try? stdin.fileHandleForWriting.write(contentsOf: input)
+            try? stdin.fileHandleForWriting.close()
+        }.start()
+        let inTime = await finished.wait(timeout: timeout)
+        if !inTime {
+            kill(pid, SIGKILL)
+            _ = await finished.wait(timeout: 10)
+            throw PublisherError(.signingFailed, "The signing command \(program) did not finish within \(Int(timeout)) seconds and was killed; is the HSM or KMS reachable?")
+        }
+        let output = await collected.result()
+        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+            let message = String(decoding: (await errors.result()).prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let how = process.terminationReason == .exit ? "exited with status \(process.terminationStatus)" : "was killed by signal \(process.terminationStatus)"
+            throw PublisherError(.signingFailed, "The signing command \(program) \(how)\(message.isEmpty ? "" : ": \(message)"); nothing was signed.")
+        }
+        return output
+    }
+}
+
+/// The end of a child process, awaited with a time limit.
+private final class ProcessEnd: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ended = false
+    private var waiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+    private var nextWaiter: UInt64 = 0
+
+    func signal() {
+        lock.lock()
+        ended = true
+        let resumed = waiters.values
+        waiters = [:]
+        lock.unlock()
+        resumed.forEach { $0.resume(returning: true) }
+    }
+
+    /// True once the process ended, false when `timeout` passed first.
+    func wait(timeout: TimeInterval) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            lock.lock()
+            if ended {
+                lock.unlock()
+                continuation.resume(returning: true)
+                return
+            }
+            let id = nextWaiter
+            nextWaiter += 1
+            waiters[id] = continuation
+            lock.unlock()
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
+                // Each continuation is resumed exactly once: by whichever of the end and the
+                // deadline takes it out of the table first.
+                lock.lock()
+                let expired = waiters.removeValue(forKey: id)
+                lock.unlock()
+                expired?.resume(returning: false)
+            }
+        }
+    }
+}
+
+/// Reads a pipe to its end, keeping at most `limit` bytes.
+private final class OutputCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private let limit: Int
+    private var data = Data()
+    private var done = false
+    private var waiters: [CheckedContinuation<Data, Never>] = []
+
+    init(limit: Int) { self.limit = limit }
+
+    func drain(_ handle: FileHandle) {
+        while true {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            lock.lock()
+            if data.count < limit { data.append(chunk.prefix(limit - data.count)) }
+            lock.unlock()
+        }
+        lock.lock()
+        done = true
+        let resumed = waiters
+        waiters = []
+        let result = data
+        lock.unlock()
+        resumed.forEach { $0.resume(returning: result) }
+    }
+
+    func result() async -> Data {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
+            lock.lock()
+            if done {
+                let result = data
+                lock.unlock()
+                continuation.resume(returning: result)
+            } else {
+                waiters.append(continuation)
+                lock.unlock()
+            }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import PinStore
+
+/// The publisher's state on disk: a header line with a SHA-256 checksum, then the state's JSON.
+///
+/// ```
+/// pinstore-publisher-state 1 sha256=<hex of the JSON bytes below>
+/// {"announcements": [], ...}
+/// ```
+///
+/// Written atomically (temporary file, fsync, rename, fsync of the folder) with mode 0600, and
+/// read with the core store file's own rules (``PersistentListFile``, package API): no symbolic
+/// link followed, refused when another user owns it or group or others may write it, bounded
+/// in size. The checksum refuses a truncated, half-copied or hand-edited file with a typed
+/// error (never a trap, never a half-read state): a hand edit would otherwise be a way to add
+/// sightings and publish a certificate nobody saw. A checksum is not a MAC: someone who can
+/// write the file as this user can also write a matching checksum, but such a person can
+/// already use the signing keys, and the ownership check keeps everyone else out.
+package struct StateFile: Sendable {
+    package let url: URL
+    /// The header's first words.
+    static let magic = "pinstore-publisher-state 1 sha256="
+    /// Larger files are refused unread (1,000 partners with a year of history fit in a few MB).
+    static let maximumSize = 64 << 20
+
+    package init(url: URL) {
+        self.url = url
+    }
+
+    /// The state saved last; a fresh state when there is no file yet.
+    ///
+    /// - Throws: ``PublisherError/Code/stateFile`` when the file is a link, not ours, writable by
+    ///   others, larger than the limit, truncated, edited, or not a state file.
+    package func load() throws(PublisherError) -> PublisherState {
+        let bytes: Data?
+        do {
+            bytes = try PersistentListFile(url: url, maximumSize: Self.maximumSize).readBytes()
+        } catch {
+            throw PublisherError(.stateFile, "The publisher's state file cannot be used: \(error.reason.replacingOccurrences(of: "The store file", with: "The state file"))")
+        }
+        guard let bytes else { return PublisherState() }
+        guard let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) else {
+            throw PublisherError(.stateFile, "The state file \(url.path) has no header line; it is truncated or not a publisher state file. Move it aside: the publisher then starts afresh (and stages every partner's certificate for a person again).")
+        }
+        let header = String(decoding: bytes[bytes.startIndex..<newline], as: UTF8.self)
+        let body = Data(bytes[(newline + 1)...])
+        guard header.hasPrefix(Self.magic) else {
+            throw PublisherError(.stateFile, "The state file \(url.path) does not start with \"\(Self.magic)\"; it is not a publisher state file of this version.")
+        }
+        let expected = String(header.dropFirst(Self.magic.count))
+        guard expected == Self.hex(SHA256Digest.hash(body)) else {
+            throw PublisherError(.stateFile, "The state file \(url.path) does not match its checksum: it was truncated or edited. Restore it from a backup, or move it aside to start afresh.")
+        }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        do {
+            return try decoder.decode(PublisherState.self, from: body)
+        } catch {
+            throw PublisherError(.stateFile, "The state file \(url.path) matches its checksum but does not decode (\(error)); was it written by another version?")
+        }
+    }
+
+    /// Replaces the file atomically.
+    package func save(_ state: PublisherState) throws(PublisherError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .secondsSince1970
+        let body: Data
+        do {
+            body = try encoder.encode(state)
+        } catch {
+            throw PublisherError(.stateFile, "The state could not be encoded: \(error)")
+        }
+        var bytes = Data((Self.magic + Self.hex(SHA256Digest.hash(body)) + "\n").utf8)
+        bytes.append(body)
+        do {
+            try PersistentListFile.writeAtomically(bytes, to: url)
+        } catch {
+            throw PublisherError(.stateFile, "The state file could not be written (the previous one stays): \(error.reason)")
+        }
+    }
+
+    static func hex(_ bytes: Data) -> String {
+        bytes.map { byte in byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }.joined()
+    }
+}
