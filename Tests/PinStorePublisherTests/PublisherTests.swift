@@ -194,3 +194,39 @@ import PinStoreTesting
         #expect(FileManager.default.fileExists(atPath: fixture.listURL.path))
     }
 }
+
+@Suite struct OutputFolderTests {
+    @Test func anUnwritableOutputFolderLeavesTheLastGoodList() async throws {
+        let fixture = try PublisherFixture(pki: try TestPKI(hosts: ["localhost"]))
+        defer { fixture.cleanUp() }
+        let clock = TestClock()
+        let (publisher, _) = try PublisherTests.publisher(fixture, clock: clock)
+        await PublisherTests.probeThreeTimes(publisher, clock: clock)
+        await publisher.cycle()
+        let good = try Data(contentsOf: fixture.listURL)
+        let folder = fixture.listURL.deletingLastPathComponent().path
+        // Root writes through permissions; the immutable flag stops root too.
+        let root = geteuid() == 0
+        if root {
+            let chattr = try Process.run(URL(fileURLWithPath: "/usr/bin/chattr"), arguments: ["+i", folder])
+            chattr.waitUntilExit()
+            try #require(chattr.terminationStatus == 0)
+        } else {
+            try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: folder)
+        }
+        defer {
+            if root {
+                let undo = try? Process.run(URL(fileURLWithPath: "/usr/bin/chattr"), arguments: ["-i", folder])
+                undo?.waitUntilExit()
+            } else {
+                try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder)
+            }
+        }
+        clock.advance(86_400)
+        await publisher.probe()
+        #expect(await publisher.cycle() == false)
+        #expect(try Data(contentsOf: fixture.listURL) == good)
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder)
+        #expect(names == ["list.json"])
+    }
+}
