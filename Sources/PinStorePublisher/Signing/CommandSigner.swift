@@ -69,8 +69,29 @@ package struct CommandSigner: ListSigner {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = arguments
         }
-        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
-        process.standardInput = stdin
+        // The input goes through a socket pair rather than a pipe: a command that exits without
+        // reading it would make a pipe write raise SIGPIPE and kill this whole process; a socket
+        // write with MSG_NOSIGNAL just fails.
+        var ends: [Int32] = [-1, -1]
+        #if canImport(Darwin)
+        let streamType = SOCK_STREAM
+        #else
+        let streamType = Int32(SOCK_STREAM.rawValue)
+        #endif
+        guard socketpair(AF_UNIX, streamType, 0, &ends) == 0 else {
+            throw PublisherError(.signingFailed, "No socket pair for the signing command's input: \(String(cString: strerror(errno)))")
+        }
+        let ours = ends[0]
+        #if canImport(Darwin)
+        var one: Int32 = 1
+        _ = setsockopt(ours, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        let sendFlags: Int32 = 0
+        #else
+        let sendFlags = Int32(MSG_NOSIGNAL)
+        #endif
+        let childInput = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+        let stdout = Pipe(), stderr = Pipe()
+        process.standardInput = childInput
         process.standardOutput = stdout
         process.standardError = stderr
         let finished = ProcessEnd()
@@ -78,8 +99,10 @@ package struct CommandSigner: ListSigner {
         do {
             try process.run()
         } catch {
+            close(ours)
             throw PublisherError(.signingFailed, "The signing command \(program) could not be started: \(error.localizedDescription)")
         }
+        try? childInput.close()
         let pid = process.processIdentifier
         // Reading and writing on their own threads: a command that prints before it has read all
         // its input must not deadlock against us.
@@ -91,8 +114,15 @@ package struct CommandSigner: ListSigner {
         let errors = OutputCollector(limit: Self.maximumOutput)
         Thread { errors.drain(stderr.fileHandleForReading) }.start()
         Thread {
-            try? stdin.fileHandleForWriting.write(contentsOf: input)
-            try? stdin.fileHandleForWriting.close()
+            input.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count, let base = raw.baseAddress {
+                    let sent = send(ours, base + offset, raw.count - offset, sendFlags)
+                    if sent < 0 { if errno == EINTR { continue }; break }
+                    offset += sent
+                }
+            }
+            close(ours)
         }.start()
         let inTime = await finished.wait(timeout: timeout)
         if !inTime {

@@ -151,6 +151,9 @@ extension PublisherState {
     ///   nil when no log list is configured.
     package mutating func record(_ results: [ProbeResult], partnerID: String, at now: Date,
                                  ctVerdict: (([Data]) -> CTVerdict)?) {
+        // Whole seconds: they survive the state file's JSON exactly, so a span of exactly T
+        // read back after a restart is still T (not T minus a rounding error).
+        let now = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
         var record = partners[partnerID] ?? PartnerRecord()
         record.lastProbe = now
         var countedThisRound = Set<String>()

@@ -1,0 +1,26 @@
+import Foundation
+import Testing
+@testable import PinStorePublisher
+
+@Suite struct PublisherScheduleTests {
+    static let start = Date(timeIntervalSince1970: 1_800_000_000)
+
+    @Test func everyPartnerIsProbedAtStartThenACycleRuns() {
+        var schedule = PublisherSchedule(partners: ["b", "a"], start: Self.start, probeInterval: 600, cycleInterval: 600)
+        #expect(schedule.nextAction(at: Self.start) == .probe(["a", "b"]))
+        schedule.probed(["a", "b"], at: Self.start)
+        #expect(schedule.nextAction(at: Self.start) == .cycle)
+        schedule.cycled(at: Self.start, succeeded: true)
+        #expect(schedule.nextAction(at: Self.start) == .sleep(until: Self.start + 600))
+    }
+
+    @Test func aFailedCycleIsRetriedSoonerThenBacksOff() {
+        var schedule = PublisherSchedule(partners: [], start: Self.start, probeInterval: 3_600, cycleInterval: 3_600)
+        schedule.cycled(at: Self.start, succeeded: false)
+        #expect(schedule.nextAction(at: Self.start) == .sleep(until: Self.start + 60))
+        schedule.cycled(at: Self.start + 60, succeeded: false)
+        #expect(schedule.nextAction(at: Self.start + 60) == .sleep(until: Self.start + 180))
+        schedule.cycled(at: Self.start + 180, succeeded: true)
+        #expect(schedule.nextAction(at: Self.start + 180) == .sleep(until: Self.start + 3_780))
+    }
+}

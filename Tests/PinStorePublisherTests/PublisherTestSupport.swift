@@ -1,0 +1,72 @@
+import Foundation
+import PinStore
+import PinStoreSigning
+import PinStoreTesting
+@testable import PinStorePublisher
+
+/// A clock set by hand.
+final class TestClock: PinStoreClock, @unchecked Sendable {
+    private let lock = NSLock()
+    private var date: Date
+    init(_ date: Date = Date()) { self.date = date }
+    func now() -> Date { lock.lock(); defer { lock.unlock() }; return date }
+    func advance(_ seconds: TimeInterval) { lock.lock(); date += seconds; lock.unlock() }
+}
+
+/// Presents, for each address, the chain given, validated by the real `ChainValidator`
+/// against the test PKI (the real TLS prober is tested by the probe's own suite).
+final class PresentingProber: PartnerProber, @unchecked Sendable {
+    private let lock = NSLock()
+    private var chains: [String: [Data]] = [:]
+    let trustRoots: TrustRoots
+    let clock: TestClock
+    init(trustRoots: TrustRoots, clock: TestClock) { self.trustRoots = trustRoots; self.clock = clock }
+    func present(_ chains: [String: [Data]]) { lock.lock(); self.chains = chains; lock.unlock() }
+    func probe(_ target: ProbeTarget) async -> [ProbeResult] {
+        let current = lock.withLock { chains }
+        return current.sorted { $0.key < $1.key }.map { address, chain in
+            do {
+                let validated = try ChainValidator(trustRoots: trustRoots).validate(chain: chain, hostname: target.host, at: clock.now())
+                return .observed(ProbeObservation(address: address, observedAt: clock.now(), presentedChain: chain,
+                                                  validatedChain: validated.map(\.derRepresentation), validationFailure: nil))
+            } catch {
+                return .observed(ProbeObservation(address: address, observedAt: clock.now(), presentedChain: chain,
+                                                  validatedChain: [], validationFailure: "\(error)"))
+            }
+        }
+    }
+}
+
+/// A temporary folder with a publication file, its key and its folders.
+struct PublisherFixture {
+    let folder: URL
+    let key: P256PrivateKey
+    let pki: TestPKI
+
+    init(pki: TestPKI) throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("publisher-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        key = try P256PrivateKey()
+        try key.pkcs8PEM().write(to: folder.appendingPathComponent("publisher.pem"), atomically: true, encoding: .utf8)
+        self.pki = pki
+    }
+
+    /// The publication file's JSON with `extra` members merged over the defaults used here.
+    func json(_ extra: String = "", partnerExtra: String = "", signingKeys: String = #"[{"file": "publisher.pem"}]"#) -> Data {
+        let ca = pki.intermediate.spkiSHA256Base64
+        return Data("""
+        {"partners": [{"id": "api", "host": "localhost", "allowedCAs": ["\(ca)"]\(partnerExtra)}],
+         "signingKeys": \(signingKeys),
+         "minimumSightings": 3, "minimumSpan": "20m", "probeInterval": "10m",
+         "outputFolder": "public", "stateFolder": "state"\(extra)}
+        """.utf8)
+    }
+
+    func file(_ extra: String = "", partnerExtra: String = "", signingKeys: String = #"[{"file": "publisher.pem"}]"#) throws -> PublicationFile {
+        try PublicationFile(json: json(extra, partnerExtra: partnerExtra, signingKeys: signingKeys), baseDirectory: folder)
+    }
+
+    var listURL: URL { folder.appendingPathComponent("public/list.json") }
+
+    func cleanUp() { try? FileManager.default.removeItem(at: folder) }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+import PinStore
+import PinStoreSigning
+import PinStoreTesting
+@testable import PinStorePublisher
+
+/// Three publishers, threshold 2, one shared proposals folder.
+@Suite struct VantagePointTests {
+    struct Vantage {
+        let fixture: PublisherFixture
+        let publisher: Publisher
+        let prober: PresentingProber
+    }
+
+    static func vantages(pki: TestPKI, shared: URL, clock: TestClock) throws -> [Vantage] {
+        let fixtures = try (0..<3).map { _ in try PublisherFixture(pki: pki) }
+        let keys = try fixtures.map { try $0.key.publicKey.x963Representation.base64EncodedString() }
+        return try fixtures.enumerated().map { index, fixture in
+            let others = keys.enumerated().filter { $0.offset != index }.map { "\"\($0.element)\"" }.joined(separator: ", ")
+            let file = try fixture.file(#", "threshold": 2, "otherPublisherKeys": [\#(others)], "vantagePoint": {"name": "v\#(index)", "proposalsFolder": "\#(shared.path)"}"#)
+            let prober = PresentingProber(trustRoots: .anchors([pki.root, pki.impostorRoot]), clock: clock)
+            prober.present(["127.0.0.1:443": pki.leaf.chainDER])
+            return Vantage(fixture: fixture, publisher: try Publisher(file: file, prober: prober, clock: clock), prober: prober)
+        }
+    }
+
+    static func probeThreeTimes(_ vantages: [Vantage], clock: TestClock) async {
+        for step in 0..<3 {
+            if step > 0 { clock.advance(600) }
+            for vantage in vantages { await vantage.publisher.probe() }
+        }
+    }
+
+    @Test func aCertificateSeenByOneVantagePointOnlyIsNotPublishedAndOneSeenByTwoIs() async throws {
+        let pki = try TestPKI(hosts: ["localhost"])
+        let shared = FileManager.default.temporaryDirectory.appendingPathComponent("proposals-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: shared) }
+        let clock = TestClock()
+        let vantages = try Self.vantages(pki: pki, shared: shared, clock: clock)
+        defer { vantages.forEach { $0.fixture.cleanUp() } }
+        // v1 is on an intercepted path: it sees the impostor, never the genuine leaf; v2 has not probed yet.
+        vantages[1].prober.present(["127.0.0.1:443": pki.impostor.chainDER])
+        await Self.probeThreeTimes([vantages[0], vantages[1]], clock: clock)
+        await vantages[0].publisher.cycle()
+        await vantages[1].publisher.cycle()
+        #expect(ProposalFolder(url: shared).latestListVersion() == nil)
+        #expect(!FileManager.default.fileExists(atPath: vantages[0].fixture.listURL.path))
+
+        // v2 sees the genuine leaf K times by itself: it co-signs, and the list is published.
+        await Self.probeThreeTimes([vantages[2]], clock: clock)
+        await vantages[2].publisher.cycle()
+        await vantages[0].publisher.cycle()
+        let published = try Data(contentsOf: vantages[2].fixture.listURL)
+        #expect(try Data(contentsOf: vantages[0].fixture.listURL) == published)
+        let keys = try vantages.map { try $0.fixture.key.publicKey }
+        let checked = try ListAcceptance.checkPublishable(published, keys: keys, threshold: 2, previousVersion: nil, previousTimestamp: nil, at: clock.now())
+        #expect(checked.entries.map(\.fingerprint) == [pki.leaf.certificate.fingerprint])
+    }
+
+    @Test func twoProposalsForOneVersionCannotBothBeCreated() throws {
+        let shared = FileManager.default.temporaryDirectory.appendingPathComponent("proposals-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: shared) }
+        let folder = ProposalFolder(url: shared)
+        let first = Proposal(version: 1, proposer: "a", createdAt: Date(), body: "", bodySHA256: "a", pins: [], approvals: [])
+        var second = first
+        second.proposer = "b"
+        #expect(try folder.create(first))
+        #expect(try folder.create(second) == false)
+        #expect(try folder.proposal(1)?.proposer == "a")
+        #expect(try folder.finish(1, list: Data("one".utf8)))
+        #expect(try folder.finish(1, list: Data("two".utf8)) == false)
+        #expect(folder.list(1) == Data("one".utf8))
+    }
+}
