@@ -43,7 +43,7 @@ final class SwitchableResolver: ProbeAddressResolver, @unchecked Sendable {
 
 /// One publisher's folder: its publication file, keys, anchors and allowed CA, written as a team
 /// would write them, and a publisher made from them with the real TLS prober.
-struct PublisherFixture {
+struct EndToEndFixture {
     static let host = "partner.pinstore.test"
     static let partnerID = "partner"
 
@@ -145,7 +145,7 @@ final class PinnedClient: @unchecked Sendable {
 
     /// One request's pin decision on what the server at `port` presents now (a real handshake).
     @discardableResult
-    func request(port: Int, host: String = PublisherFixture.host) async throws -> Bool {
+    func request(port: Int, host: String = EndToEndFixture.host) async throws -> Bool {
         let results = await TLSPartnerProber(resolver: LoopbackResolver(port)).probe(ProbeTarget(host: host, port: port, trustRoots: .system))
         guard let chain = results.first?.observation?.presentedChain else {
             throw ClientError("no chain from 127.0.0.1:\(port): \(results)")
@@ -158,7 +158,7 @@ final class PinnedClient: @unchecked Sendable {
     }
 
     /// Whether the store in force pins `chain` now, without updating.
-    func pins(_ chain: [Data], host: String = PublisherFixture.host) -> Bool {
+    func pins(_ chain: [Data], host: String = EndToEndFixture.host) -> Bool {
         evaluator.evaluateNow(host: host, presentedChain: chain, at: clock.now()).isAllowed
     }
 

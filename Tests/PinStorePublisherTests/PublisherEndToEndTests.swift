@@ -10,7 +10,7 @@ import PinStoreTesting
 /// published and checks what the servers present. The clock is moved by hand (K sightings over T
 /// and a grace period of a day take no real time); every wait is a round the test runs itself.
 @Suite(.timeLimit(.minutes(3))) struct PublisherEndToEndTests {
-    static let host = PublisherFixture.host
+    static let host = EndToEndFixture.host
     /// The fixture's K (minimumSightings).
     static let sightings = 3
 
@@ -30,8 +30,8 @@ import PinStoreTesting
 
     /// A publisher that has published `servers[0]`'s leaf, and a client that downloaded it.
     static func published(_ pki: TestPKI, serving port: Int, settings: [String: Any] = [:], partner: [String: Any] = [:]) async throws
-        -> (PublisherFixture, Publisher, PinnedClient) {
-        let fixture = try PublisherFixture(pki: pki, ports: [port], settings: settings, partner: partner)
+        -> (EndToEndFixture, Publisher, PinnedClient) {
+        let fixture = try EndToEndFixture(pki: pki, ports: [port], settings: settings, partner: partner)
         let publisher = try fixture.publisher()
         for _ in 0...sightings { await fixture.round(publisher) }
         let client = try await PinnedClient(listFile: fixture.listURL, publicKeys: [try fixture.publicKeyBase64],
@@ -55,7 +55,7 @@ import PinStoreTesting
             #expect(try await client.request(port: servers[0].port))
 
             // The next key is announced before it is deployed; clients pick the list up on an update.
-            try await publisher.announce(partnerID: PublisherFixture.partnerID, spkiSHA256: next.certificate.spkiSHA256Base64)
+            try await publisher.announce(partnerID: EndToEndFixture.partnerID, spkiSHA256: next.certificate.spkiSHA256Base64)
             await fixture.round(publisher)
             #expect(await client.update() == .ok)
             #expect(client.pins(next.chainDER))
@@ -168,7 +168,7 @@ import PinStoreTesting
         let pki = try TestPKI(hosts: [Self.host])
         let other = try pki.issueLeaf(for: [Self.host])
         try await Self.withServers([pki.leaf, other]) { servers in
-            let fixture = try PublisherFixture(pki: pki, ports: servers.map(\.port))
+            let fixture = try EndToEndFixture(pki: pki, ports: servers.map(\.port))
             let publisher = try fixture.publisher()
             for _ in 0...Self.sightings { await fixture.round(publisher) }
             let client = try await PinnedClient(listFile: fixture.listURL, publicKeys: [try fixture.publicKeyBase64],
@@ -243,7 +243,7 @@ import PinStoreTesting
             try FileManager.default.createDirectory(at: proposals, withIntermediateDirectories: true)
             let clock = SteppedClock()
             let fixtures = try (0..<3).map { index in
-                try PublisherFixture(pki: pki, ports: index == 0 ? servers.map(\.port) : [servers[0].port], clock: clock, signingKey: keys[index],
+                try EndToEndFixture(pki: pki, ports: index == 0 ? servers.map(\.port) : [servers[0].port], clock: clock, signingKey: keys[index],
                                      settings: ["threshold": 2, "otherPublisherKeys": publicKeys.enumerated().filter { $0.offset != index }.map(\.element),
                                                 "vantagePoint": ["name": "vantage\(index)", "proposalsFolder": proposals.path, "proposalTimeout": "2m"]])
             }
