@@ -177,6 +177,27 @@ import PinStoreTesting
         #expect(await publisher.status().partners.first?.rotationCase == "announcedRotation")
     }
 
+    /// `pinstore publish announce` runs as its own process while `pinstore publish run` runs:
+    /// the running service must act on it, and its own saves must not write it away.
+    @Test func anAnnouncementByAnotherProcessSurvivesTheRunningPublishersSaves() async throws {
+        let fixture = try PublisherFixture(pki: try TestPKI(hosts: ["localhost"]))
+        defer { fixture.cleanUp() }
+        let clock = TestClock()
+        let (running, _) = try Self.publisher(fixture, clock: clock)
+        await Self.probeThreeTimes(running, clock: clock)
+        let (command, _) = try Self.publisher(fixture, clock: clock)   // the announce process
+        let spki = try Publisher.spkiSHA256(ofKeyPEM: try P256PrivateKey().publicKey.pemRepresentation)
+        try await command.announce(partnerID: "api", spkiSHA256: spki)
+
+        await running.probe()   // saves the running service's state
+        #expect(await running.cycle())
+        let checked = try ListAcceptance.checkPublishable(try Data(contentsOf: fixture.listURL), keys: [try fixture.key.publicKey], threshold: 1,
+                                                          previousVersion: nil, previousTimestamp: nil, at: clock.now())
+        #expect(checked.entries.contains { $0.kind == .publicKey && $0.fingerprint.base64EncodedString() == spki })
+        let (restarted, _) = try Self.publisher(fixture, clock: clock)
+        #expect(await restarted.state.announcements.map(\.spkiSHA256) == [spki])
+    }
+
     @Test func anApprovedFirstCertificateIsPublished() async throws {
         let fixture = try PublisherFixture(pki: try TestPKI(hosts: ["localhost"]))
         defer { fixture.cleanUp() }

@@ -65,6 +65,17 @@ extension Publisher {
         }
         if proposal == nil {
             guard due else { return }
+            // Our own proposal for the version before was never finished: the others would not
+            // sign it (they see something else). Proposing again first would be refused again,
+            // every time, so a minority view would hold publication up for good; leave this
+            // version to another vantage point for one timeout. (A lone publisher, or one whose
+            // peers are down, proposes again after that.)
+            if version > 1, let previous = try? proposals.proposal(version - 1),
+               previous.proposer == setup.file.publisherName, proposals.list(version - 1) == nil,
+               now.timeIntervalSince(previous.createdAt) < 2 * timeout {
+                logger.debug("leaving the next proposal to another vantage point", metadata: ["pinstore.version": "\(version)"])
+                return
+            }
             let made = try await makeProposal(version: version, plan: plan, now: now)
             if try proposals.create(made) {
                 proposal = made

@@ -74,6 +74,7 @@ public actor Publisher: Service {
 
     private func loop() async throws {
         while !Task.isCancelled {
+            adoptOutsideChanges()
             let now = clock.now()
             switch schedule.nextAction(at: now) {
             case .probe(let ids):
@@ -126,10 +127,30 @@ public actor Publisher: Service {
     /// Saves the state; a failure is logged (the next change tries again) and never loses the
     /// state in memory.
     func save() {
+        adoptOutsideChanges()
         do {
             try stateFile.save(state)
         } catch {
             logger.warning("the publisher state could not be saved", metadata: ["pinstore.error": "\(error.reason)"])
+        }
+    }
+
+    /// Takes the announcements and approvals another process added to the state file
+    /// (`pinstore publish announce` / `approve` while `pinstore publish run` runs), so the running
+    /// service acts on them and its own next save does not write them away. Everything else in
+    /// the file is this service's own. A file that cannot be read changes nothing here (the
+    /// save that follows reports it).
+    func adoptOutsideChanges() {
+        guard let onDisk = try? stateFile.load() else { return }
+        for announcement in onDisk.announcements where !state.announcements.contains(where: {
+            $0.partnerID == announcement.partnerID && $0.spkiSHA256 == announcement.spkiSHA256
+        }) {
+            state.announcements.append(announcement)
+        }
+        for approval in onDisk.approvals where !state.approvals.contains(where: {
+            $0.changeID == approval.changeID && $0.keyID == approval.keyID
+        }) {
+            state.approvals.append(approval)
         }
     }
 
