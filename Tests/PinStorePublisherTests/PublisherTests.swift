@@ -177,6 +177,17 @@ import PinStoreTesting
         #expect(await publisher.status().partners.first?.rotationCase == "announcedRotation")
     }
 
+    /// A team's own service makes the publisher from the file alone (the real TLS prober).
+    @Test func aPublisherMadeFromTheFileAloneReportsItsPartnersBeforeTheFirstProbe() async throws {
+        let fixture = try PublisherFixture(pki: try TestPKI(hosts: ["localhost"]))
+        defer { fixture.cleanUp() }
+        let publisher = try Publisher(file: try fixture.file())
+        let status = await publisher.status()
+        #expect(status.partners.map(\.id) == ["api"])
+        #expect(status.listVersion == nil)
+        #expect(status.partners.first?.lastProbe == nil)
+    }
+
     /// `pinstore publish announce` runs as its own process while `pinstore publish run` runs:
     /// the running service must act on it, and its own saves must not write it away.
     @Test func anAnnouncementByAnotherProcessSurvivesTheRunningPublishersSaves() async throws {

@@ -12,7 +12,7 @@ import ServiceLifecycle
 /// Add it to a `ServiceGroup`; `run()` returns on graceful shutdown and on cancellation:
 ///
 /// ```swift
-/// let publisher = try Publisher(file: try PublicationFile(contentsOf: url), prober: TLSPartnerProber(), logger: logger)
+/// let publisher = try Publisher(file: try PublicationFile(contentsOf: url), logger: logger)
 /// let group = ServiceGroup(services: [publisher], gracefulShutdownSignals: [.sigterm], logger: logger)
 /// try await group.run()
 /// ```
@@ -57,6 +57,15 @@ public actor Publisher: Service {
         let now = clock.now()
         self.schedule = PublisherSchedule(partners: file.partners.map(\.id), start: now, probeInterval: file.probeInterval.seconds,
                                           cycleInterval: file.probeInterval.seconds)
+    }
+
+    /// A publisher for the publication file, probing every partner over TLS at every address
+    /// its name resolves to, and resuming from the state file in the file's state folder.
+    ///
+    /// - Throws: ``PublisherError`` when the file's keys, anchors or folders cannot be used, or
+    ///   the state file is refused.
+    public init(file: PublicationFile, logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil) throws(PublisherError) {
+        try self.init(file: file, prober: TLSPartnerProber(), logger: logger, metricsFactory: metricsFactory)
     }
 
     /// A publisher for the publication file, probing through `prober`.
