@@ -1,12 +1,5 @@
 import Foundation
 import PinStore
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Signs by running a command, so that the key can live in an HSM or a KMS and never in this
 /// process: the command gets the bytes to sign on its standard input and must print the
@@ -69,27 +62,19 @@ package struct CommandSigner: ListSigner {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = arguments
         }
-        // The input goes through a socket pair rather than a pipe: a command that exits without
-        // reading it would make a pipe write raise SIGPIPE and kill this whole process; a socket
-        // write with MSG_NOSIGNAL just fails.
-        var ends: [Int32] = [-1, -1]
-        #if canImport(Darwin)
-        let streamType = SOCK_STREAM
-        #else
-        let streamType = Int32(SOCK_STREAM.rawValue)
-        #endif
-        guard socketpair(AF_UNIX, streamType, 0, &ends) == 0 else {
-            throw PublisherError(.signingFailed, "No socket pair for the signing command's input: \(String(cString: strerror(errno)))")
+        // The input is a file, not a pipe: a command that exits without reading a pipe would
+        // make our write raise SIGPIPE and kill this whole process. The bytes are the list
+        // being signed (public); the file is private to this process and gone at the end.
+        let inputFile = FileManager.default.temporaryDirectory
+            .appendingPathComponent("pinstore-sign-\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: inputFile.path, contents: input, attributes: [.posixPermissions: 0o600]),
+              let childInput = try? FileHandle(forReadingFrom: inputFile) else {
+            throw PublisherError(.signingFailed, "The signing command's input could not be written to \(inputFile.path).")
         }
-        let ours = ends[0]
-        #if canImport(Darwin)
-        var one: Int32 = 1
-        _ = setsockopt(ours, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
-        let sendFlags: Int32 = 0
-        #else
-        let sendFlags = Int32(MSG_NOSIGNAL)
-        #endif
-        let childInput = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+        defer {
+            try? childInput.close()
+            try? FileManager.default.removeItem(at: inputFile)
+        }
         let stdout = Pipe(), stderr = Pipe()
         process.standardInput = childInput
         process.standardOutput = stdout
@@ -99,10 +84,8 @@ package struct CommandSigner: ListSigner {
         do {
             try process.run()
         } catch {
-            close(ours)
             throw PublisherError(.signingFailed, "The signing command \(program) could not be started: \(error.localizedDescription)")
         }
-        try? childInput.close()
         let pid = process.processIdentifier
         // Reading and writing on their own threads: a command that prints before it has read all
         // its input must not deadlock against us.
@@ -113,17 +96,6 @@ package struct CommandSigner: ListSigner {
         reader.start()
         let errors = OutputCollector(limit: Self.maximumOutput)
         Thread { errors.drain(stderr.fileHandleForReading) }.start()
-        Thread {
-            input.withUnsafeBytes { raw in
-                var offset = 0
-                while offset < raw.count, let base = raw.baseAddress {
-                    let sent = send(ours, base + offset, raw.count - offset, sendFlags)
-                    if sent < 0 { if errno == EINTR { continue }; break }
-                    offset += sent
-                }
-            }
-            close(ours)
-        }.start()
         let inTime = await finished.wait(timeout: timeout)
         if !inTime {
             kill(pid, SIGKILL)
