@@ -19,9 +19,11 @@ import PinStoreTestSupport
         }
     }
 
-    @Test func aFolderIsNoAnchorFile() {
-        #expect(throws: PinStoreError.self) {
+    @Test func aFolderIsNoAnchorFileAndTheMessageSaysSoInWords() {
+        let error = #expect(throws: PinStoreError.self) {
             try TrustRoots.anchors(contentsOf: FileManager.default.temporaryDirectory)
         }
+        #expect(error?.code == .invalidConfiguration)
+        #expect(error?.reason.contains("it is not a regular file") == true)
     }
 }

@@ -62,16 +62,16 @@ public struct TrustRoots: Sendable {
     /// let partnerCA = try TrustRoots.anchors(contentsOf: URL(fileURLWithPath: "/etc/partner/ca.pem"))
     /// ```
     ///
-    /// - Throws: ``PinStoreError`` (``PinStoreError/Code/noCertificate`` and the certificate
-    ///   codes) when the file cannot be read, is larger than 16 MiB, or holds no certificate or
-    ///   a malformed one.
+    /// - Throws: ``PinStoreError``: ``PinStoreError/Code/invalidConfiguration`` when the file
+    ///   cannot be read or is larger than 16 MiB, the certificate codes when it holds no
+    ///   certificate or a malformed one.
     public static func anchors(contentsOf file: URL, includingSystem: Bool = false) throws(PinStoreError) -> TrustRoots {
         let data: Data
         do throws(RegularFileReader.Failure) {
             // A CA bundle is a few hundred KiB; 16 MiB bounds a wrong path (a device, a log).
             (data, _) = try RegularFileReader.contents(ofFileAt: file.path, followingSymlinks: true, maximumSize: 16 << 20)
         } catch {
-            throw PinStoreError(.noCertificate, "The anchor file \(file.path) could not be read: \(error).")
+            throw PinStoreError(.invalidConfiguration, "The anchor file \(file.path) could not be read: \(error).")
         }
         return TrustRoots(anchors: try X509Certificate.certificates(fileContents: data), includingSystem: includingSystem)
     }

@@ -13,7 +13,7 @@ import Musl
 /// Foundation's `Data(contentsOf:)` does none of that, hence this.
 enum RegularFileReader {
     /// Why a file was not read; the caller words it for its own file.
-    enum Failure: Error, Equatable {
+    enum Failure: Error, Equatable, CustomStringConvertible {
         /// Nothing at the path.
         case missing
         /// The path is a symbolic link and links were not to be followed.
@@ -28,6 +28,19 @@ enum RegularFileReader {
         case unreadable(String)
         /// The file grew while it was read.
         case grew
+
+        /// In words, for the caller's message.
+        var description: String {
+            switch self {
+            case .missing: "there is no such file"
+            case .symbolicLink: "it is a symbolic link, which is not followed here"
+            case .unopenable(let why): "it could not be opened (\(why)): check the file's owner and mode"
+            case .notRegularFile: "it is not a regular file (a folder, FIFO, socket or device)"
+            case .tooLarge(let size): "it is \(size) bytes, more than allowed"
+            case .unreadable(let why): "it could not be read (\(why))"
+            case .grew: "it changed while it was read"
+            }
+        }
     }
 
     /// The file's bytes and its status as opened.
@@ -36,6 +49,11 @@ enum RegularFileReader {
     ///   - followingSymlinks: false opens with `O_NOFOLLOW` (the store's own file); true follows
     ///     them (a Kubernetes volume's `list.json -> ..data/list.json`).
     static func contents(ofFileAt path: String, followingSymlinks: Bool, maximumSize: Int) throws(Failure) -> (Data, FileStatus) {
+        // Looked at before it is opened: opening a device can have effects of its own (a tape
+        // rewinds, a serial line drops), whoever pointed the path at it. What is opened is then
+        // checked to be the file looked at.
+        let before = FileStatus(path: path, followingSymlinks: followingSymlinks)
+        if let before, !before.isRegularFile { throw .notRegularFile }
         let flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (followingSymlinks ? 0 : O_NOFOLLOW)
         let fd = open(path, flags)
         guard fd >= 0 else {
@@ -47,6 +65,7 @@ enum RegularFileReader {
         defer { close(fd) }
         guard let info = FileStatus(descriptor: fd) else { throw .unopenable(String(cString: strerror(errno))) }
         guard info.isRegularFile else { throw .notRegularFile }
+        if let before, before.device != info.device || before.inode != info.inode { throw .grew }
         let size = Int(clamping: info.size)
         guard size <= maximumSize else { throw .tooLarge(size) }
         var data = Data(count: size + 1)
