@@ -48,7 +48,7 @@ public struct FileListFetcher: FingerprintListFetcher {
                 throw PinStoreError(.network, "The \(request.document) file \(path) does not exist (yet); the list in force stays.")
             case .notRegularFile:
                 throw PinStoreError(.network, "The \(request.document) file \(path) is not a regular file (a folder, FIFO or device); it was not read.")
-            case .symbolicLink, .unopenable, .unreadable:
+            case .symbolicLink, .unopenable, .unreadable, .refused:
                 throw PinStoreError(.network, "The \(request.document) file \(path) could not be read: \(error).")
             case .grew:
                 throw PinStoreError(.network, "The \(request.document) file \(path) changed while it was read; the next attempt reads it again.")

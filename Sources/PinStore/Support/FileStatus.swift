@@ -32,6 +32,9 @@ struct FileStatus: Sendable, Equatable {
     /// Whether this is a regular file (not a folder, link, socket, device or pipe).
     var isRegularFile: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
 
+    /// Whether this is a symbolic link (only an `lstat` can say so).
+    var isSymbolicLink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
+
     /// Whether anyone other than the owner may write to it.
     var isWritableByGroupOrOthers: Bool { mode & UInt32(S_IWGRP | S_IWOTH) != 0 }
 

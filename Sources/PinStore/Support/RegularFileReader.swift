@@ -28,6 +28,8 @@ enum RegularFileReader {
         case unreadable(String)
         /// The file grew while it was read.
         case grew
+        /// The caller's look at the opened file refused it (its words).
+        case refused(String)
 
         /// In words, for the caller's message.
         var description: String {
@@ -39,6 +41,7 @@ enum RegularFileReader {
             case .tooLarge(let size): "it is \(size) bytes, more than allowed"
             case .unreadable(let why): "it could not be read (\(why))"
             case .grew: "it changed while it was read"
+            case .refused(let why): why
             }
         }
     }
@@ -48,11 +51,16 @@ enum RegularFileReader {
     /// - Parameters:
     ///   - followingSymlinks: false opens with `O_NOFOLLOW` (the store's own file); true follows
     ///     them (a Kubernetes volume's `list.json -> ..data/list.json`).
-    static func contents(ofFileAt path: String, followingSymlinks: Bool, maximumSize: Int) throws(Failure) -> (Data, FileStatus) {
+    ///   - check: the caller's look at the opened file, before its size is judged and anything
+    ///     is read (the store refuses a file another user owns); a non-nil answer is thrown as
+    ///     ``Failure/refused(_:)``.
+    static func contents(ofFileAt path: String, followingSymlinks: Bool, maximumSize: Int,
+                         check: (FileStatus) -> String? = { _ in nil }) throws(Failure) -> (Data, FileStatus) {
         // Looked at before it is opened: opening a device can have effects of its own (a tape
         // rewinds, a serial line drops), whoever pointed the path at it. What is opened is then
         // checked to be the file looked at.
         let before = FileStatus(path: path, followingSymlinks: followingSymlinks)
+        if let before, before.isSymbolicLink, !followingSymlinks { throw .symbolicLink }
         if let before, !before.isRegularFile { throw .notRegularFile }
         let flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (followingSymlinks ? 0 : O_NOFOLLOW)
         let fd = open(path, flags)
@@ -66,6 +74,7 @@ enum RegularFileReader {
         guard let info = FileStatus(descriptor: fd) else { throw .unopenable(String(cString: strerror(errno))) }
         guard info.isRegularFile else { throw .notRegularFile }
         if let before, before.device != info.device || before.inode != info.inode { throw .grew }
+        if let refusal = check(info) { throw .refused(refusal) }
         let size = Int(clamping: info.size)
         guard size <= maximumSize else { throw .tooLarge(size) }
         var data = Data(count: size + 1)

@@ -82,59 +82,37 @@ package struct PersistentListFile: Sendable {
         let path = url.path
         warnAboutWritableDirectory(logger: logger)
         removeStaleTemporaryFiles()
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else {
-            let code = errno
-            if code == ENOENT { return nil }
-            if code == ELOOP {
-                throw PinStoreError(.storage, "The store file \(path) is a symbolic link; it is not followed. Remove it: the next update writes a regular file.")
-            }
-            throw PinStoreError(.storage, "The store file \(path) could not be opened: \(String(cString: strerror(code)))")
-        }
-        defer { close(fd) }
-        guard let info = FileStatus(descriptor: fd) else {
-            throw PinStoreError(.storage, "The store file \(path) could not be examined: \(String(cString: strerror(errno)))")
-        }
-        guard info.isRegularFile else {
-            throw PinStoreError(.storage, "The store file \(path) is not a regular file; ignoring it.")
-        }
-        // Before anything else is read: in a folder others may write to (a sticky /tmp), a file
-        // another user owns may be an old, validly signed list planted to take effect at start-up.
-        guard info.isOwnedByEffectiveUserOrRoot else {
-            throw PinStoreError(.storage, "The store file \(path) belongs to user \(info.owner), not to this process's user (\(FileStatus.effectiveUser)) or root; someone else may have planted it. Ignoring it: remove it, or give the store a private storage directory (0700).")
-        }
-        guard !info.isWritableByGroupOrOthers else {
-            throw PinStoreError(.storage, "The store file \(path) is writable by group or others (mode \(String(info.mode & 0o777, radix: 8))); the store writes it 0600, so it was changed by someone else. Ignoring it until the next update replaces it.")
-        }
-        let size = Int(info.size)
-        guard size <= maximumSize else {
-            throw PinStoreError(.storage, "The store file \(path) is \(size) bytes, more than a list can be; ignoring it.")
-        }
-        // Read what was opened: one byte more than fstat said, to notice a file that grows.
-        var data = Data(count: size + 1)
-        var total = 0
-        var readError: Int32 = 0
-        data.withUnsafeMutableBytes { raw in
-            guard let base = raw.baseAddress else { return }
-            while total < raw.count {
-                let n = read(fd, base + total, raw.count - total)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    readError = errno
-                    return
+        do throws(RegularFileReader.Failure) {
+            return try RegularFileReader.contents(ofFileAt: path, followingSymlinks: false, maximumSize: maximumSize) { info in
+                // Before anything else is read: in a folder others may write to (a sticky /tmp), a
+                // file another user owns may be an old, validly signed list planted to take
+                // effect at start-up.
+                if !info.isOwnedByEffectiveUserOrRoot {
+                    return "The store file \(path) belongs to user \(info.owner), not to this process's user (\(FileStatus.effectiveUser)) or root; someone else may have planted it. Ignoring it: remove it, or give the store a private storage directory (0700)."
                 }
-                if n == 0 { return }
-                total += n
+                if info.isWritableByGroupOrOthers {
+                    return "The store file \(path) is writable by group or others (mode \(String(info.mode & 0o777, radix: 8))); the store writes it 0600, so it was changed by someone else. Ignoring it until the next update replaces it."
+                }
+                return nil
+            }.0
+        } catch {
+            switch error {
+            case .missing:
+                return nil
+            case .symbolicLink:
+                throw PinStoreError(.storage, "The store file \(path) is a symbolic link; it is not followed. Remove it: the next update writes a regular file.")
+            case .notRegularFile:
+                throw PinStoreError(.storage, "The store file \(path) is not a regular file; ignoring it.")
+            case .tooLarge(let size):
+                throw PinStoreError(.storage, "The store file \(path) is \(size) bytes, more than a list can be; ignoring it.")
+            case .grew:
+                throw PinStoreError(.storage, "The store file \(path) changed while it was read; ignoring it.")
+            case .refused(let why):
+                throw PinStoreError(.storage, why)
+            case .unopenable, .unreadable:
+                throw PinStoreError(.storage, "The store file \(path): \(error).")
             }
         }
-        guard readError == 0 else {
-            throw PinStoreError(.storage, "The store file \(path) could not be read: \(String(cString: strerror(readError)))")
-        }
-        guard total <= size else {
-            throw PinStoreError(.storage, "The store file \(path) grew while it was read; ignoring it.")
-        }
-        data.count = total
-        return data
     }
 
     /// Removes temporary files an earlier process left when it died between creating one and
