@@ -117,10 +117,8 @@ extension PinStore {
     }
 
     /// The pin decision (not reported) for `host` over a chain the caller vouches was validated
-    /// by the normal trust evaluation: tests, and PinStoreGRPC's re-check after a list change,
-    /// over the chain swift-nio-ssl's validated-chain metadata gave its handshake (the other
-    /// adapters keep the ``ValidatedChain`` their evaluation made, and re-check through
-    /// ``stillAdmits(_:)``; moving gRPC onto ``AdmissionGate`` is the next step).
+    /// by the normal trust evaluation: for tests. The adapters keep the ``ValidatedChain`` their
+    /// evaluation made and re-check it through ``AdmissionGate`` (``stillAdmits(_:)``).
     package func pinDecision(host: String, validatedChain: [Data]) -> PinningDecision {
         guard let name = try? HostName(host) else {
             return .deny(PinningFailure(host: host, reason: .chainNotTrusted(
