@@ -54,7 +54,7 @@ struct LeafView: Sendable {
             throw PinningFailure(host: "?", reason: .chainNotTrusted(
                 ChainValidationError(.malformedCertificate, depth: 0, detail: "The verified leaf's digests could not be computed.")))
         }
-        evidence = .leafOnly(.init(der: der, fingerprint: fingerprint, key: key))
+        evidence = .leafOnly(.init(der: der, fingerprint: fingerprint, key: key, serial: leaf.serialNumber))
         var written = leaf.dnsNames
         if leaf.dnsNames.isEmpty, leaf.ipAddresses.isEmpty, let commonName = leaf.commonName {
             written = [commonName]
@@ -125,7 +125,7 @@ extension PinStore {
     func leafDecision(_ view: LeafView) -> PinningDecision {
         let snapshot = pinSnapshot()
         let tables = PinningTables(list: snapshot.list, fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig,
-                                   certificateTransparency: snapshot.certificateTransparency)
+                                   certificateTransparency: snapshot.certificateTransparency, revocations: snapshot.revocations)
         return rules.leafDecision(view, tables: tables, now: snapshot.now)
     }
 }
@@ -150,7 +150,7 @@ extension PinningRules {
         for (host, shownAs) in representativeHosts(of: view.names, tables: tables) {
             let connection = PinningContext(host: host, requestedName: shownAs, evidence: view.evidence, list: tables.list,
                                             fallback: tables.fallback, domainsConfig: tables.domainsConfig, now: now,
-                                            certificateTransparency: tables.certificateTransparency)
+                                            certificateTransparency: tables.certificateTransparency, revocations: tables.revocations)
             let decision = decide(connection)
             switch decision {
             case .deny: return decision
@@ -225,12 +225,13 @@ extension PinStore {
     }
 
     /// The pins in force and the time, read once for a decision.
-    func pinSnapshot() -> (list: PinIndex?, domainsConfig: DomainsConfig?, now: Int64, certificateTransparency: CTLogList?) {
-        let (list, domainsConfig, due, certificateTransparency) = state.withLock {
-            ($0.list.index, $0.list.domainsConfig, $0.updateDue, $0.list.certificateTransparency)
+    func pinSnapshot() -> (list: PinIndex?, domainsConfig: DomainsConfig?, now: Int64, certificateTransparency: CTLogList?,
+                           revocations: ListRevocations?) {
+        let (list, domainsConfig, due, certificateTransparency, revocations) = state.withLock {
+            ($0.list.index, $0.list.domainsConfig, $0.updateDue, $0.list.certificateTransparency, $0.list.revocations)
         }
         let date = clock.now()
         if date >= due { startScheduledUpdateIfDue(at: date) }
-        return (list, domainsConfig, Int64(date.timeIntervalSince1970.rounded(.down)), certificateTransparency)
+        return (list, domainsConfig, Int64(date.timeIntervalSince1970.rounded(.down)), certificateTransparency, revocations)
     }
 }

@@ -86,7 +86,9 @@ extension PinStore {
         case .pinMismatch: return updateOnMismatch
         // An SCT from a log the list does not know: a newer list may name it.
         case .certificateTransparencyNotMet(let violation): return updateOnMismatch && violation.sctsFromUnknownLogs > 0
-        case .chainNotTrusted, .hostNotExpected, .issuerPinsNeedChain, .deniedKey, .transportSecurityNotMet: return false
+        // A revocation is the team's signed word: no update is fetched to argue with it.
+        case .chainNotTrusted, .hostNotExpected, .issuerPinsNeedChain, .deniedKey, .transportSecurityNotMet,
+             .revokedByList, .revocationsNeedChain: return false
         }
     }
 
@@ -98,7 +100,8 @@ extension PinStore {
         let snapshot = pinSnapshot()
         let connection = PinningContext(host: host, requestedName: requestedName, evidence: evidence, list: snapshot.list,
                                         fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig, now: snapshot.now,
-                                        certificateTransparency: snapshot.certificateTransparency)
+                                        certificateTransparency: snapshot.certificateTransparency,
+                                        revocations: snapshot.revocations)
         let decision = rules.decide(connection, relaxing: relaxing)
         return relaxing ? withOperatorDetails(decision, host: host, evidence: evidence) : decision
     }
@@ -108,7 +111,7 @@ extension PinStore {
     private func withOperatorDetails(_ decision: PinningDecision, host: HostName, evidence: ChainEvidence) -> PinningDecision {
         guard case .validated(let chain) = evidence, let failure = decision.failure ?? decision.reportedFailure else { return decision }
         switch failure.reason {
-        case .pinMismatch, .deniedKey: break
+        case .pinMismatch, .deniedKey, .revokedByList: break
         default: return decision
         }
         let detailed = PinningFailure(host: failure.host, reason: failure.reason, details: mismatchReport(host: host.text, chain: chain))

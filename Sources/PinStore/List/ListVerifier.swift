@@ -45,10 +45,16 @@ package struct ListVerifier: Sendable {
             if signedTimestamp == nil, document.certificateTransparency != nil {
                 throw PinStoreError(.invalidListData, "The list has a certificateTransparency section but no whole-list signature, which alone covers it; `pinstore sign` adds one unless given --no-list-signature.")
             }
+            // The same for revocations: refused, not ignored, so that a team that publishes one
+            // learns at once that its clients would not enforce it.
+            if signedTimestamp == nil, document.revocations != nil {
+                throw PinStoreError(.invalidListData, "The list has a revocations section but no whole-list signature, which alone covers it; `pinstore sign` adds one unless given --no-list-signature.")
+            }
             return PinStore.VerifiedList(persisted: persisted, entries: covered, timestamp: signedTimestamp,
                                          version: signedTimestamp == nil ? nil : document.version,
                                          expires: signedTimestamp == nil ? nil : document.expires,
-                                         certificateTransparency: try document.certificateTransparency.map(CTLogList.init))
+                                         certificateTransparency: try document.certificateTransparency.map(CTLogList.init),
+                                         revocations: try document.revocations.map(ListRevocations.init))
         case .challenge:
             // The signature covers the body: check it before parsing anything.
             try verifyChallenge(persisted)
@@ -56,7 +62,8 @@ package struct ListVerifier: Sendable {
             return PinStore.VerifiedList(persisted: persisted, entries: document.entries.map(\.entry), timestamp: document.timestamp,
                                          version: document.version, expires: document.expires,
                                          domainsConfig: try DomainsConfig(challengeBody: persisted.body),
-                                         certificateTransparency: try document.certificateTransparency.map(CTLogList.init))
+                                         certificateTransparency: try document.certificateTransparency.map(CTLogList.init),
+                                         revocations: try document.revocations.map(ListRevocations.init))
         }
     }
 

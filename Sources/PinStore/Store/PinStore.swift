@@ -211,6 +211,8 @@ public final class PinStore: Sendable {
         var domainsConfig: DomainsConfig? = nil
         /// The signed Certificate Transparency section (``CTLogList``), when a signature covers it.
         var certificateTransparency: CTLogList? = nil
+        /// The signed `revocations` section (``ListRevocations``), when a signature covers it.
+        var revocations: ListRevocations? = nil
     }
 
     /// The list in force as ``TrustedListState`` holds it: its pins, indexed, and what later
@@ -234,6 +236,8 @@ public final class PinStore: Sendable {
         var certificateTransparency: CTLogList? = nil
         /// The signed whole-list `expires` (Unix seconds), when it has one.
         var expires: Int64? = nil
+        /// The signed `revocations` section, re-derived from the body on every load.
+        var revocations: ListRevocations? = nil
     }
 
     /// Creates a store, loading (and re-verifying) any list saved by an earlier run. It
