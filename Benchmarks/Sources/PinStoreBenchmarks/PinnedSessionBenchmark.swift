@@ -476,12 +476,14 @@ func pinnedSessionBenchmarkRows(rounds: Int = 7, coldProcesses: Int = 11) async 
 #endif
 
 #if canImport(FoundationNetworking)
-/// `session-profile N [client]`: N sequential GETs against nginx by one client (`pinned`, the
-/// default, `plain`, `ahc` or `memory`) and nothing else, to run under `perf record`; prints
-/// req/s and this process's CPU time per request (steadier than req/s on a busy machine).
-func pinnedSessionProfile(requests: Int, client name: String) async throws {
-    let nginx = try LoopbackNginx.start()
-    defer { nginx.stop() }
+/// `session-profile N [client [port]]`: N sequential GETs against nginx by one client (`pinned`,
+/// the default, `plain`, `ahc` or `memory`) and nothing else, to run under `perf record` or
+/// callgrind; prints req/s and this process's CPU time per request (steadier than req/s on a
+/// busy machine). With `port`, against the nginx already listening there (under valgrind a
+/// process cannot start one: `Process` fails with EBADF on valgrind's own descriptors).
+func pinnedSessionProfile(requests: Int, client name: String, port: Int? = nil) async throws {
+    let nginx = port == nil ? try LoopbackNginx.start() : nil
+    defer { nginx?.stop() }
     let trust = name == "plain" ? try SystemTrustForBenchmark() : nil
     defer { trust?.restore() }
     let roots = TrustRoots.anchors(try X509Certificate.certificates(pem: String(contentsOf: fixtures.appendingPathComponent("pki/root-ca.pem"), encoding: .utf8)))
@@ -499,7 +501,7 @@ func pinnedSessionProfile(requests: Int, client name: String) async throws {
             client = .session(URLSession(configuration: .pinned(by: try pinnedBenchmarkStore(), trustRoots: roots)))
         }
     }
-    let url = URL(string: "https://localhost:\(nginx.port)/small")!
+    let url = URL(string: "https://localhost:\(port ?? nginx?.port ?? 443)/small")!
     _ = try await runRequests(client, url, count: 100, concurrency: 1)
     func cpuMicroseconds() -> Double {
         var usage = rusage()

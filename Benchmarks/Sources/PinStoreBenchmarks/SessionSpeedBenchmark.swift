@@ -14,7 +14,8 @@ import PinStoreNIO
 // `session-instructions [SMALL LARGE]`: instructions and heap allocations per request under
 // callgrind (no hardware counters on this VM; steady on a busy machine), for the pinned
 // session, AsyncHTTPClient and a URLProtocol answering from memory (FoundationNetworking's
-// floor). Each client runs `session-profile SMALL` and `session-profile LARGE` in a copy of
+// floor). Each client runs `session-profile SMALL` and `session-profile LARGE` (against one nginx
+// this process starts) in a copy of
 // this binary without DWARF (valgrind cannot read Swift 6's DWARF 5), and the difference of the
 // two runs, divided by LARGE - SMALL, is one request: start-up, nginx and the handshake cancel out.
 
@@ -87,6 +88,9 @@ func sessionInstructionRows(small: Int = 100, large: Int = 1_000) throws -> [Row
     try FileManager.default.copyItem(at: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath(), to: binary)
     try runTool("/usr/bin/strip", ["--strip-debug", binary.path])
 
+    // nginx runs here, outside valgrind: a process under valgrind cannot start one.
+    let nginx = try LoopbackNginx.start()
+    defer { nginx.stop() }
     var perRequest: [String: CallgrindCounts] = [:]
     for client in ["pinned", "ahc", "memory"] {
         var counts: [CallgrindCounts] = []
@@ -94,7 +98,8 @@ func sessionInstructionRows(small: Int = 100, large: Int = 1_000) throws -> [Row
             progress("callgrind: \(client), \(requests) requests")
             let output = directory.appendingPathComponent("callgrind.\(client).\(requests)")
             try runTool(valgrind, ["--tool=callgrind", "--compress-strings=no", "--compress-pos=no",
-                                   "--callgrind-out-file=\(output.path)", binary.path, "session-profile", String(requests), client])
+                                   "--callgrind-out-file=\(output.path)", binary.path, "session-profile", String(requests), client,
+                                   String(nginx.port)], log: output.appendingPathExtension("log"))
             counts.append(try CallgrindCounts(file: output))
         }
         let difference = Double(large - small)
@@ -152,16 +157,23 @@ struct CallgrindCounts {
     }
 }
 
-private func runTool(_ path: String, _ arguments: [String]) throws {
+/// Runs a tool to its end; its standard error goes to `log` when given, and the end of it into
+/// the error when the tool fails (the scratch folder goes when the process exits).
+private func runTool(_ path: String, _ arguments: [String], log: URL? = nil) throws {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
+    if let log, FileManager.default.createFile(atPath: log.path, contents: nil), let handle = try? FileHandle(forWritingTo: log) {
+        process.standardError = handle
+    } else {
+        process.standardError = FileHandle.nullDevice
+    }
     try process.run()
     process.waitUntilExit()
     guard process.terminationStatus == 0 else {
-        throw PinnedSessionBenchmarkError.setup("\(path) \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)")
+        throw PinnedSessionBenchmarkError.setup("\(path) \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)"
+                                                + (log.flatMap { try? String(contentsOf: $0, encoding: .utf8) }.map { ":\n" + $0.suffix(2_000) } ?? ""))
     }
 }
 #endif

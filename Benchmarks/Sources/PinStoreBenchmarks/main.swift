@@ -144,7 +144,10 @@ if arguments.count == 4, arguments[1] == "session-phase", let url = URL(string: 
     exit(0)
 }
 if arguments.count >= 3, arguments[1] == "session-profile", let requests = Int(arguments[2]) {
-    try blocking { try await pinnedSessionProfile(requests: requests, client: arguments.count > 3 ? arguments[3] : "pinned") }
+    try blocking {
+        try await pinnedSessionProfile(requests: requests, client: arguments.count > 3 ? arguments[3] : "pinned",
+                                       port: arguments.count > 4 ? Int(arguments[4]) : nil)
+    }
     exit(0)
 }
 // Issue 33 (SessionSpeedBenchmark.swift): the pinned session's per-request cost against
