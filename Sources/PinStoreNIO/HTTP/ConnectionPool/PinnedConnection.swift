@@ -358,6 +358,9 @@ final class PinnedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        // The timer's closure holds this handler (and through it the channel): not past its life.
+        silenceTimer?.task.cancel()
+        silenceTimer = nil
     }
 
     /// Writes one request, once `gate` (the pool's last check, at the write itself) lets it.
