@@ -163,7 +163,8 @@ import Testing
         let delegate = CountingDelegate(delayPerPiece: .zero)
         let session = try session(try Pins.good(), delegate: delegate)
         session.dataTask(with: URL(string: "https://localhost:\(server.port)/stream?mib=2")!).resume()
-        for _ in 0..<250 where !delegate.counts.withLock({ $0.completed }) {
+        // Up to 30 s: 5 s was not always enough on a machine loaded by parallel builds.
+        for _ in 0..<1_500 where !delegate.counts.withLock({ $0.completed }) {
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(delegate.counts.withLock { $0.bytes } == 2 << 20)

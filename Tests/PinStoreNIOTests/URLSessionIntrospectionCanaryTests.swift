@@ -79,6 +79,46 @@ import Testing
     @Test func aNilTaskIsAnError() {
         #expect(throws: URLSessionIntrospectionError.self) { _ = try URLSessionTaskIntrospection(task: nil) }
     }
+
+    @Test func aFieldThatHoldsNoObjectIsRefused() async throws {
+        var fields = URLSessionTaskIntrospection.Fields.corelibs
+        // An Int: found by the runtime, but not a reference the session could be read from.
+        fields.workQueue = "taskIdentifier"
+        IntrospectingProtocol.fields.withLock { $0["value-field"] = fields }
+        _ = try await Self.session().data(from: Self.url("value-field"))
+        guard case .failure(let error) = try IntrospectingProtocol.result(for: "value-field") else {
+            Issue.record("expected a field holding an Int to be refused")
+            return
+        }
+        #expect(error.field == "URLSessionTask.taskIdentifier")
+    }
+
+    @Test func aStrongReferenceIsReadAtItsOffsetOnEveryObjectOfTheClass() throws {
+        let first = Holder()
+        let second = Holder()
+        #expect(try ObjectField.read("queue", of: first, in: "Holder") === first.queue)
+        #expect(try ObjectField.read("queue", of: second, in: "Holder") === second.queue)
+        // Found on an object that holds one, then read as empty on one that holds none.
+        first.optional = DispatchQueue(label: "optional")
+        #expect(try ObjectField.read("optional", of: first, in: "Holder") === first.optional)
+        #expect(try ObjectField.read("optional", of: second, in: "Holder") == nil)
+    }
+
+    @Test func aWeakReferenceIsRefusedRatherThanReadAsAStrongOne() {
+        let holder = Holder()
+        let target = DispatchQueue(label: "weakly held")
+        holder.weakQueue = target
+        #expect(throws: URLSessionIntrospectionError.self) { _ = try ObjectField.locate("weakQueue", in: holder, owner: "Holder") }
+        withExtendedLifetime(target) {}
+    }
+}
+
+/// Stored properties of each kind ``ObjectField`` meets or must refuse.
+private final class Holder {
+    let number = 7
+    let queue = DispatchQueue(label: "held")
+    var optional: DispatchQueue?
+    weak var weakQueue: DispatchQueue?
 }
 
 /// Reads the introspection in `startLoading` (on the task's work queue, as the pinned protocol

@@ -75,9 +75,12 @@ final class MemoryURLProtocol: URLProtocol {
 
     override func stopLoading() {}
 
-    /// A session whose every request this protocol answers.
+    /// A session whose every request this protocol answers: FoundationNetworking's own cost
+    /// of a request, with no cache (as a pinned configuration has none; `.default`'s URLCache
+    /// would add its lookup to every request).
     static func session() -> URLSession {
         let configuration = URLSessionConfiguration.default
+        configuration.urlCache = nil
         configuration.protocolClasses = [MemoryURLProtocol.self]
         return URLSession(configuration: configuration)
     }

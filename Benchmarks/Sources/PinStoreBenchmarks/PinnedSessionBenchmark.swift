@@ -14,9 +14,10 @@ import NIOSSL
 // Plain URLSession trusts only the system store, so for the run the test root is appended to
 // /etc/ssl/certs/ca-certificates.crt, and the file is restored byte for byte afterwards.
 
-private let fixtures = URL(fileURLWithPath: #filePath)
+let benchmarkFixtures = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent("Fixtures")
+private let fixtures = benchmarkFixtures
 
 enum PinnedSessionBenchmarkError: Error, CustomStringConvertible {
     case setup(String)
@@ -53,6 +54,7 @@ final class LoopbackNginx {
         let www = directory.appendingPathComponent("www")
         try FileManager.default.createDirectory(at: www, withIntermediateDirectories: true)
         try Data((0..<1024).map { UInt8($0 % 251) }).write(to: www.appendingPathComponent("small"))
+        try Data((0..<(1 << 20)).map { UInt8($0 % 251) }).write(to: www.appendingPathComponent("medium"))
         // 200 MB (decimal, like the figure) of a non-trivial pattern.
         let chunk = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         _ = FileManager.default.createFile(atPath: www.appendingPathComponent("big").path, contents: nil)
@@ -214,7 +216,7 @@ final class BenchBox<Value>: @unchecked Sendable {
     }
 }
 
-private struct RunFigures {
+struct RunFigures {
     var requestsPerSecond: Double
     var p50: Double
     var p99: Double
@@ -237,13 +239,13 @@ enum BenchClient: Sendable {
             return try await session.data(for: URLRequest(url: url)).0.count
         case .asyncHTTPClient(let client):
             let response = try await client.execute(HTTPClientRequest(url: url.absoluteString), timeout: .seconds(30))
-            return try await response.body.collect(upTo: 1 << 20).readableBytes
+            return try await response.body.collect(upTo: 4 << 20).readableBytes
         }
     }
 }
 
-/// `count` GETs of `url` on `client`, `concurrency` at a time.
-private func run(_ client: BenchClient, _ url: URL, count: Int, concurrency: Int) async throws -> RunFigures {
+/// `count` GETs of `url` on `client`, `concurrency` at a time; each body must be `expectedSize` bytes.
+func runRequests(_ client: BenchClient, _ url: URL, count: Int, concurrency: Int, expectedSize: Int = 1024) async throws -> RunFigures {
     let clock = ContinuousClock()
     let started = clock.now
     let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
@@ -254,7 +256,7 @@ private func run(_ client: BenchClient, _ url: URL, count: Int, concurrency: Int
                 while next.withLock({ value -> Bool in value += 1; return value <= count }) {
                     let begin = clock.now
                     let size = try await client.get(url)
-                    guard size == 1024 else { throw PinnedSessionBenchmarkError.setup("short body: \(size)") }
+                    guard size == expectedSize else { throw PinnedSessionBenchmarkError.setup("short body: \(size)") }
                     let elapsed = clock.now - begin
                     mine.append(Double(elapsed.components.seconds) * 1e3 + Double(elapsed.components.attoseconds) / 1e15)
                 }
@@ -276,13 +278,13 @@ func progress(_ text: String) {
 /// The median run of `rounds` of each client by requests/s, and the spread (slowest and fastest
 /// round's requests/s); the clients' rounds interleaved, in an order that rotates each round, so
 /// that load from elsewhere on a shared machine falls on all alike.
-private func medianRuns(_ clients: [BenchClient], _ url: URL, count: Int, concurrency: Int,
-                        rounds: Int) async throws -> [(median: RunFigures, slowest: Double, fastest: Double)] {
+func medianRuns(_ clients: [BenchClient], _ url: URL, count: Int, concurrency: Int,
+                rounds: Int, expectedSize: Int = 1024) async throws -> [(median: RunFigures, slowest: Double, fastest: Double)] {
     var runs = Array(repeating: [RunFigures](), count: clients.count)
     for round in 0..<rounds {
         for offset in clients.indices {
             let index = (offset + round) % clients.count
-            runs[index].append(try await run(clients[index], url, count: count, concurrency: concurrency))
+            runs[index].append(try await runRequests(clients[index], url, count: count, concurrency: concurrency, expectedSize: expectedSize))
         }
     }
     return runs.map { figures in
@@ -376,7 +378,7 @@ private func throughputRows(_ clients: [(name: String, client: BenchClient)], ng
     var handshakes: [Int] = []
     for (_, client) in clients.prefix(4) {
         let before = nginx.connectionSerials()
-        _ = try await run(client, small, count: 300, concurrency: 1)
+        _ = try await runRequests(client, small, count: 300, concurrency: 1)
         try await Task.sleep(for: .milliseconds(200))
         handshakes.append(nginx.connectionSerials().subtracting(before).count)
     }
@@ -474,12 +476,14 @@ func pinnedSessionBenchmarkRows(rounds: Int = 7, coldProcesses: Int = 11) async 
 #endif
 
 #if canImport(FoundationNetworking)
-/// `session-profile N [client]`: N sequential GETs against nginx by one client (`pinned`, the
-/// default, `plain`, `ahc` or `memory`) and nothing else, to run under `perf record`; prints
-/// req/s and this process's CPU time per request (steadier than req/s on a busy machine).
-func pinnedSessionProfile(requests: Int, client name: String) async throws {
-    let nginx = try LoopbackNginx.start()
-    defer { nginx.stop() }
+/// `session-profile N [client [port]]`: N sequential GETs against nginx by one client (`pinned`,
+/// the default, `plain`, `ahc` or `memory`) and nothing else, to run under `perf record` or
+/// callgrind; prints req/s and this process's CPU time per request (steadier than req/s on a
+/// busy machine). With `port`, against the nginx already listening there (under valgrind a
+/// process cannot start one: `Process` fails with EBADF on valgrind's own descriptors).
+func pinnedSessionProfile(requests: Int, client name: String, port: Int? = nil) async throws {
+    let nginx = port == nil ? try LoopbackNginx.start() : nil
+    defer { nginx?.stop() }
     let trust = name == "plain" ? try SystemTrustForBenchmark() : nil
     defer { trust?.restore() }
     let roots = TrustRoots.anchors(try X509Certificate.certificates(pem: String(contentsOf: fixtures.appendingPathComponent("pki/root-ca.pem"), encoding: .utf8)))
@@ -497,15 +501,15 @@ func pinnedSessionProfile(requests: Int, client name: String) async throws {
             client = .session(URLSession(configuration: .pinned(by: try pinnedBenchmarkStore(), trustRoots: roots)))
         }
     }
-    let url = URL(string: "https://localhost:\(nginx.port)/small")!
-    _ = try await run(client, url, count: 100, concurrency: 1)
+    let url = URL(string: "https://localhost:\(port ?? nginx?.port ?? 443)/small")!
+    _ = try await runRequests(client, url, count: 100, concurrency: 1)
     func cpuMicroseconds() -> Double {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
     }
     let cpuBefore = cpuMicroseconds()
-    let figures = try await run(client, url, count: requests, concurrency: 1)
+    let figures = try await runRequests(client, url, count: requests, concurrency: 1)
     try await ahc?.shutdown()
     // CPU time of this process (every thread) per request: steadier than req/s on a busy machine.
     print(String(format: "%.0f req/s, %.0f µs CPU per request", figures.requestsPerSecond, (cpuMicroseconds() - cpuBefore) / Double(requests)))

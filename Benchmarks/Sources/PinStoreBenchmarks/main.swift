@@ -17,9 +17,32 @@ import Glibc
 //   swift run -c release --package-path Benchmarks memory N   (internal) peak RSS of an N-entry store
 //   sudo Benchmarks/.build/release/PinStoreBenchmarks session          URLSession/AsyncHTTPClient against nginx
 //   sudo Benchmarks/.build/release/PinStoreBenchmarks session-first N  first request of a process, N processes a phase
+//   sudo Benchmarks/.build/release/PinStoreBenchmarks session-speed [ROUNDS]  pinned URLSession vs AsyncHTTPClient and plain URLSession, req/s
+//   Benchmarks/.build/release/PinStoreBenchmarks session-instructions [100 1000]  instructions and mallocs per request under callgrind
 //   swift run -c release --package-path Benchmarks soak [REQUESTS]      memory kept per request: pinned URLSession vs AsyncHTTPClient
 //   swift run -c release --package-path Benchmarks soak-handshakes [N]  memory kept per handshake: NIO verifier vs swift-nio-ssl
 //   swift run -c release --package-path Benchmarks soak-store [SECONDS] memory kept per list update: a store under run()
+
+/// Runs `body` on the global executor while the calling thread waits for it. main.swift stays
+/// synchronous so that the process never parks its main thread in `dispatch_main()` (what an
+/// asynchronous main does): valgrind 3.19 crashes there, and the callgrind modes need it.
+func blocking<T>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let done = DispatchSemaphore(value: 0)
+    let result = BlockingResult<T>()
+    Task {
+        do { result.value = .success(try await body()) } catch { result.value = .failure(error) }
+        done.signal()
+    }
+    done.wait()
+    guard let value = result.value else { throw CancellationError() }
+    return try value.get()
+}
+
+/// The result of ``blocking(_:)``'s task: written once by the task before it signals, read by
+/// the waiting thread after.
+private final class BlockingResult<T>: @unchecked Sendable {
+    var value: Result<T, any Error>?
+}
 
 /// A fetcher that serves fixed bytes: the benchmarks measure PinStore, not a network.
 struct FixedFetcher: FingerprintListFetcher {
@@ -113,20 +136,44 @@ let arguments = CommandLine.arguments
 // `session-memory` is its child process measuring one 200 MB body; `session-first [N]` runs
 // only the first-request rows (N fresh processes per phase), `session-phase` is their child.
 if arguments.count == 4, arguments[1] == "session-memory", let url = URL(string: arguments[3]) {
-    try await pinnedSessionMemoryChild(arguments[2], url)
+    try blocking { try await pinnedSessionMemoryChild(arguments[2], url) }
     exit(0)
 }
 if arguments.count == 4, arguments[1] == "session-phase", let url = URL(string: arguments[3]) {
-    try await coldPhaseChild(arguments[2], url)
+    try blocking { try await coldPhaseChild(arguments[2], url) }
     exit(0)
 }
 if arguments.count >= 3, arguments[1] == "session-profile", let requests = Int(arguments[2]) {
-    try await pinnedSessionProfile(requests: requests, client: arguments.count > 3 ? arguments[3] : "pinned")
+    try blocking {
+        try await pinnedSessionProfile(requests: requests, client: arguments.count > 3 ? arguments[3] : "pinned",
+                                       port: arguments.count > 4 ? Int(arguments[4]) : nil)
+    }
+    exit(0)
+}
+// Issue 33 (SessionSpeedBenchmark.swift): the pinned session's per-request cost against
+// AsyncHTTPClient and plain URLSession (requests/s ratios), and under callgrind.
+if arguments.count >= 2, arguments[1] == "session-speed" {
+    do {
+        printTable(try blocking { try await sessionSpeedRows(rounds: arguments.count > 2 ? Int(arguments[2]) ?? 7 : 7) })
+    } catch {
+        FileHandle.standardError.write(Data("session-speed failed: \(error)\n".utf8))
+        exit(1)
+    }
+    exit(0)
+}
+if arguments.count >= 2, arguments[1] == "session-instructions" {
+    do {
+        let counts = arguments.dropFirst(2).compactMap { Int($0) }
+        printTable(try sessionInstructionRows(small: counts.count == 2 ? counts[0] : 100, large: counts.count == 2 ? counts[1] : 1_000))
+    } catch {
+        FileHandle.standardError.write(Data("session-instructions failed: \(error)\n".utf8))
+        exit(1)
+    }
     exit(0)
 }
 if arguments.count >= 2, arguments[1] == "session-first" {
     // The first-request rows only (ColdStartBenchmark.swift): nginx, the test root installed.
-    printTable(try await firstRequestBenchmarkRows(processes: arguments.count == 3 ? Int(arguments[2]) ?? 11 : 11))
+    printTable(try blocking { try await firstRequestBenchmarkRows(processes: arguments.count == 3 ? Int(arguments[2]) ?? 11 : 11) })
     exit(0)
 }
 // Issue 37 (SoakBenchmark.swift): what a long-lived process keeps per request, handshake and
@@ -141,13 +188,13 @@ if arguments.count >= 2, arguments[1] == "soak" {
     exit(0)
 }
 if arguments.count == 5, arguments[1] == "soak-requests", let port = Int(arguments[3]), let requests = Int(arguments[4]) {
-    try await soakRequestsChild(client: arguments[2], port: port, requests: requests)
+    try blocking { try await soakRequestsChild(client: arguments[2], port: port, requests: requests) }
     exit(0)
 }
 if arguments.count == 2, arguments[1] == "session" {
     // A setup failure is reported, not raised at top level (which traps).
     do {
-        printTable(try await pinnedSessionBenchmarkRows())
+        printTable(try blocking { try await pinnedSessionBenchmarkRows() })
     } catch {
         FileHandle.standardError.write(Data("session benchmark failed: \(error)\n".utf8))
         exit(1)
@@ -168,7 +215,7 @@ if arguments.count >= 2, arguments[1] == "soak-store" {
     exit(0)
 }
 if arguments.count == 3, arguments[1] == "soak-store-child", let seconds = Int(arguments[2]) {
-    try await soakStoreChild(seconds: seconds)
+    try blocking { try await soakStoreChild(seconds: seconds) }
     exit(0)
 }
 // `validate-loop N OPS`: OPS lookups in an N-entry store and nothing else, for an instruction
@@ -220,7 +267,7 @@ func childMemory(_ count: Int) -> (peak: Int, retained: Int, jsonBytes: Int)? {
 
 if arguments.count == 2, arguments[1] == "ahc" {
     print("PinStore AsyncHTTPClient benchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
-    printTable(try await asyncHTTPClientBenchmarkRows())
+    printTable(try blocking { try await asyncHTTPClientBenchmarkRows() })
     exit(0)
 }
 
@@ -249,7 +296,7 @@ if arguments.count == 2, arguments[1] == "ct" {
 // Issue 31 (PublisherBenchmark.swift): `publisher` runs only the publisher rows.
 if arguments.count == 2, arguments[1] == "publisher" {
     print("PinStore publisher benchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
-    printTable(try await publisherBenchmarkRows() + rotationLatencyRows())
+    printTable(try blocking { try await publisherBenchmarkRows() + rotationLatencyRows() })
     exit(0)
 }
 
@@ -404,7 +451,7 @@ do {
     let configuration = PinStore.Configuration(serviceURL: URL(string: "https://pins.bench.pinstore.test/list.json")!,
                                                publicKey: publicKeyText, identifier: "load", storageDirectory: directory)
     let seeded = try PinStore(configuration: configuration, fetcher: FixedFetcher(body: body))
-    _ = await seeded.update(mode: .forced)
+    _ = try blocking { await seeded.update(mode: .forced) }
     let load = Harness.nanosecondsPerOperation(operations: 1, samples: 7) {
         Harness.consume(try? PinStore(configuration: configuration, fetcher: FixedFetcher(body: Data())))
     }
@@ -436,11 +483,11 @@ rows += try reportBenchmarkRows()
 rows += try handshakeBenchmarkRows()
 
 // 7. Pinned versus unpinned AsyncHTTPClient, keep-alive (AsyncHTTPClientBenchmark.swift).
-rows += try await asyncHTTPClientBenchmarkRows()
+rows += try blocking { try await asyncHTTPClientBenchmarkRows() }
 #if canImport(FoundationNetworking)
 // 7. The pinned URLSession against nginx, beside plain URLSession (PinnedSessionBenchmark.swift).
 do {
-    rows += try await pinnedSessionBenchmarkRows()
+    rows += try blocking { try await pinnedSessionBenchmarkRows() }
 } catch {
     print("pinned URLSession benchmark skipped: \(error)")
 }

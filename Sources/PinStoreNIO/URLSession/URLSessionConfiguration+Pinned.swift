@@ -57,7 +57,12 @@ extension URLSessionConfiguration {
     ///   tasks and `download(from:)` fail at once with `URLError(.unsupportedURL)`:
     ///   FoundationNetworking lets only its own protocols hand over a downloaded file. Use a
     ///   delegate-based data task and write the pieces to a file.
-    /// - No caching. Runs on the shared `MultiThreadedEventLoopGroup.singleton`.
+    /// - No caching: `urlCache` is nil and `requestCachePolicy` is
+    ///   `.reloadIgnoringLocalCacheData`, whatever `base` had. A cache set on the configuration
+    ///   afterwards is never answered from and never written to: every request still goes to the
+    ///   server through the pin check (FoundationNetworking only looks each request up in it
+    ///   first, which costs time and nothing else).
+    /// - Runs on the shared `MultiThreadedEventLoopGroup.singleton`.
     /// - Making a pinned configuration again for the same store, trust roots, `updateOnEmpty`,
     ///   request timeout, connection limit and `limits` reuses the first one's transport and pool (and
     ///   logger): make sessions freely.
@@ -104,6 +109,12 @@ extension URLSessionConfiguration {
             candidate != pinnedClass && !String(reflecting: candidate).hasPrefix("FoundationNetworking.")
         }
         configuration.protocolClasses = [pinnedClass] + others
+        // The protocol never answers from a cache nor stores in one (it reports every response
+        // `.notAllowed`), but FoundationNetworking looks each data task up in the
+        // configuration's cache before it makes the protocol: `.default`'s URLCache lists its
+        // folder on disk for that, about a quarter of a kept-alive pinned request (issue 33).
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         return configuration
     }
 }

@@ -3,13 +3,24 @@ import Dispatch
 import Foundation
 import FoundationNetworking
 import PinStore
+// `_forEachField`: the offset of a stored property, which `Mirror` does not give.
+@_spi(Reflection) import Swift
 
 /// What a URLProtocol on Linux needs to know about its task and cannot ask through public API,
-/// read from swift-corelibs-foundation's stored properties with `Mirror` (no writes, no
-/// private calls). A field that is not where it was (a Foundation release renamed or moved it)
-/// is an error, never a guess: the pinned session then refuses the task with a `URLError` and an
-/// error log (``URLSessionIntrospectionError``) instead of running it unsafely. The canary test
+/// read from swift-corelibs-foundation's stored properties (no writes, no private calls). A
+/// field that is not where it was (a Foundation release renamed or moved it) is an error, never
+/// a guess: the pinned session then refuses the task with a `URLError` and an error log
+/// (``URLSessionIntrospectionError``) instead of running it unsafely. The canary test
 /// `URLSessionIntrospectionCanaryTests` checks every field on the toolchain in use.
+///
+/// The fields every task needs (`workQueue`, `session`, and `taskRegistry` for a session with a
+/// data delegate) hold object references: each is found once per class, by name, with the
+/// runtime's field list, and checked against `Mirror` on that first object (the word at the
+/// offset must be the very object reflection reads there, so a weak or unowned reference, or a
+/// value, is refused); after that a request reads it at its offset, which costs a load and a
+/// retain where a `Mirror` cost about 47,000 instructions a request (issue 33). The fields of
+/// corelibs' own value types (`behaviours`, `knownBody`) are read with `Mirror`, on the paths
+/// that need them only (a data delegate, an upload task).
 ///
 /// Why each one is needed (swift-corelibs-foundation, `URLSessionTask.swift`, `TaskRegistry.swift`):
 /// - `workQueue`: corelibs' client callbacks read the session's task registry, which "must only
@@ -52,19 +63,19 @@ struct URLSessionTaskIntrospection: @unchecked Sendable {
     /// Must be called on the task's work queue (`startLoading` is), where the registry may be read.
     init(task: URLSessionTask?, fields: Fields = .corelibs) throws(URLSessionIntrospectionError) {
         guard let task else { throw URLSessionIntrospectionError(field: "URLProtocol.task", problem: "is nil") }
-        guard let workQueue = Self.value(Self.property(fields.workQueue, of: task), as: DispatchQueue.self) else {
-            throw URLSessionIntrospectionError(field: "URLSessionTask.\(fields.workQueue)", problem: "was not found")
+        guard let workQueue = try ObjectField.read(fields.workQueue, of: task, in: "URLSessionTask") as? DispatchQueue else {
+            throw URLSessionIntrospectionError(field: "URLSessionTask.\(fields.workQueue)", problem: "is not a DispatchQueue")
         }
         self.workQueue = workQueue
-        guard let session = Self.value(Self.property(fields.session, of: task), as: URLSession.self) else {
-            throw URLSessionIntrospectionError(field: "URLSessionTask.\(fields.session)", problem: "was not found")
+        guard let session = try ObjectField.read(fields.session, of: task, in: "URLSessionTask") as? URLSession else {
+            throw URLSessionIntrospectionError(field: "URLSessionTask.\(fields.session)", problem: "is not a URLSession")
         }
         self.session = session
         var reports = false
         // Without a data delegate nothing can be streamed to: the registry need not be read.
         if session.delegate is URLSessionDataDelegate {
-            guard let registry = Self.unwrap(Self.property(fields.taskRegistry, of: session)) else {
-                throw URLSessionIntrospectionError(field: "URLSession.\(fields.taskRegistry)", problem: "was not found")
+            guard let registry = try ObjectField.read(fields.taskRegistry, of: session, in: "URLSession") else {
+                throw URLSessionIntrospectionError(field: "URLSession.\(fields.taskRegistry)", problem: "is nil")
             }
             guard let behaviours = Self.unwrap(Self.property(fields.behaviours, of: registry)) as? [Int: Any] else {
                 throw URLSessionIntrospectionError(field: "URLSession.\(fields.taskRegistry).\(fields.behaviours)",
@@ -129,7 +140,7 @@ struct URLSessionTaskIntrospection: @unchecked Sendable {
 
     private static let fieldPaths = Locked<[FieldKey: FieldPath]>([:])
 
-    private static func property(_ label: String, of subject: Any) -> Any? {
+    static func property(_ label: String, of subject: Any) -> Any? {
         let key = FieldKey(type: ObjectIdentifier(type(of: subject)), label: label)
         if let path = fieldPaths.withLock({ $0[key] }) {
             var mirror = Mirror(reflecting: subject)
@@ -157,18 +168,83 @@ struct URLSessionTaskIntrospection: @unchecked Sendable {
         return nil
     }
 
-    /// `value` as a `T`: a dynamic cast looks through optionals and existentials by itself;
-    /// the reflection-based unwrap is the fallback.
-    private static func value<T>(_ value: Any?, as type: T.Type) -> T? {
-        guard let value else { return nil }
-        return value as? T ?? unwrap(value) as? T
-    }
-
-    private static func unwrap(_ value: Any?) -> Any? {
+    static func unwrap(_ value: Any?) -> Any? {
         guard let value else { return nil }
         let mirror = Mirror(reflecting: value)
         guard mirror.displayStyle == .optional else { return value }
         return mirror.children.first.flatMap { unwrap($0.value) }
+    }
+}
+
+/// A stored property that holds a strong reference to an object, found once per class and then
+/// read at its offset.
+struct ObjectField: Sendable {
+    /// Bytes from the start of the object.
+    let offset: Int
+
+    private struct Key: Hashable {
+        let type: ObjectIdentifier
+        let name: String
+    }
+
+    /// Found so far, by class and name (a class's layout does not change while a process runs).
+    private static let found = Locked<[Key: ObjectField]>([:])
+
+    /// The object in `subject`'s stored property `name`; nil when the property holds nil. The
+    /// first call for a class finds the property and checks it (``locate(_:in:owner:)``); a
+    /// property that cannot be read so is an error naming it as `owner.name`.
+    static func read(_ name: String, of subject: AnyObject, in owner: String) throws(URLSessionIntrospectionError) -> AnyObject? {
+        let key = Key(type: ObjectIdentifier(type(of: subject)), name: name)
+        let field: ObjectField
+        if let known = found.withLock({ $0[key] }) {
+            field = known
+        } else {
+            field = try locate(name, in: subject, owner: owner)
+            found.withLock { $0[key] = field }
+        }
+        return field.object(in: subject)
+    }
+
+    /// The word at ``offset`` in `subject`, as it is.
+    private func word(in subject: AnyObject) -> UnsafeRawPointer? {
+        withExtendedLifetime(subject) {
+            UnsafeRawPointer(Unmanaged.passUnretained(subject).toOpaque()).load(fromByteOffset: offset, as: UnsafeRawPointer?.self)
+        }
+    }
+
+    /// The object referenced at ``offset`` in `subject`, retained.
+    private func object(in subject: AnyObject) -> AnyObject? {
+        word(in: subject).map { Unmanaged<AnyObject>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// Finds `name` in the runtime's list of `subject`'s stored properties (its superclasses'
+    /// included) and accepts it only if the word at its offset is the object `Mirror` reads
+    /// from the property: a strong reference, alone or first in an optional or a class-bound
+    /// existential. A weak or unowned reference stores something else there, and so does a
+    /// value; an empty property cannot be checked. Each is refused.
+    static func locate(_ name: String, in subject: AnyObject, owner: String) throws(URLSessionIntrospectionError) -> ObjectField {
+        var offset: Int?
+        // `_EachFieldOptions.classType` (its raw value: the static is a `var`, which strict
+        // concurrency refuses to read); without it a class's fields are not listed at all.
+        _forEachField(of: type(of: subject), options: _EachFieldOptions(rawValue: 1)) { fieldName, fieldOffset, _, _ in
+            guard String(cString: fieldName) == name else { return true }
+            offset = fieldOffset
+            return false
+        }
+        guard let offset, offset >= 0, offset % MemoryLayout<UnsafeRawPointer>.alignment == 0 else {
+            throw URLSessionIntrospectionError(field: "\(owner).\(name)", problem: "was not found")
+        }
+        guard let reflected = URLSessionTaskIntrospection.unwrap(URLSessionTaskIntrospection.property(name, of: subject)),
+              type(of: reflected) is AnyClass else {
+            throw URLSessionIntrospectionError(field: "\(owner).\(name)", problem: "holds no object")
+        }
+        let field = ObjectField(offset: offset)
+        // The raw word is compared before anything is made of it: a weak reference's word
+        // points at a side table, and retaining it as an object would be undefined.
+        guard field.word(in: subject) == UnsafeRawPointer(Unmanaged.passUnretained(reflected as AnyObject).toOpaque()) else {
+            throw URLSessionIntrospectionError(field: "\(owner).\(name)", problem: "is not a strong reference at the offset the runtime gives")
+        }
+        return field
     }
 }
 

@@ -282,8 +282,7 @@ struct PinnedConnectionPoolStateMachine: Sendable {
         var index = 0
         while index < queue.count {
             let waiting = queue[index]
-            guard waiting.key == key, !waiting.needsFreshConnection,
-                  let available = connections.filter({ $0.value.key == key && $0.value.hasRoom }).map(\.key).min() else {
+            guard waiting.key == key, !waiting.needsFreshConnection, let available = lowestConnection(for: key, where: \.hasRoom) else {
                 index += 1
                 continue
             }
@@ -293,17 +292,26 @@ struct PinnedConnectionPoolStateMachine: Sendable {
             connections[available]?.served += 1
             actions.append(.execute(waiting.request, on: available, reused: true))
         }
-        let waiting = queue.filter { $0.key == key }
-        var connecting = connections.values.filter { $0.key == key && $0.state == .connecting }.count
+        // Counted in place: this runs for every request, and filtered copies of the queue and
+        // the connections cost allocations each time (issue 33).
+        var waitingCount = 0
+        var waitingForFresh = 0
+        for waiting in queue where waiting.key == key {
+            waitingCount += 1
+            if waiting.needsFreshConnection { waitingForFresh += 1 }
+        }
+        guard waitingCount > 0 else { return actions }
+        var connecting = 0
+        for connection in connections.values where connection.key == key && connection.state == .connecting {
+            connecting += 1
+        }
         // For an HTTP/2 server (or one not yet known) one connection carries many requests: open
         // one at a time (and a fresh one for a retry).
-        let wanted = multiplexing[key] == false
-            ? waiting.count
-            : min(waiting.count, max(1, waiting.filter(\.needsFreshConnection).count))
+        let wanted = multiplexing[key] == false ? waitingCount : min(waitingCount, max(1, waitingForFresh))
         while connecting < wanted {
             if connectionCount(for: key) >= maximumConnectionsPerKey {
                 // Make room only by closing an idle connection nobody waiting can use.
-                guard let idle = connections.filter({ $0.value.key == key && Self.isIdle($0.value.state) }).map(\.key).min() else { break }
+                guard let idle = lowestConnection(for: key, where: { Self.isIdle($0.state) }) else { break }
                 connections[idle] = nil
                 actions.append(.closeConnection(idle))
             }
@@ -314,6 +322,15 @@ struct PinnedConnectionPoolStateMachine: Sendable {
             connecting += 1
         }
         return actions
+    }
+
+    /// The connection with the lowest ID (the oldest) for `key` that `matches`.
+    private func lowestConnection(for key: Key, where matches: (Connection) -> Bool) -> ConnectionID? {
+        var lowest: ConnectionID?
+        for (id, connection) in connections where connection.key == key && matches(connection) && id < (lowest ?? .max) {
+            lowest = id
+        }
+        return lowest
     }
 
     private static func isIdle(_ state: ConnectionState) -> Bool {

@@ -130,7 +130,7 @@ final class PinnedConnectionPool: Sendable {
 
         /// Lets a paused response read on.
         func resumeReading() {
-            request?.control.withLock { $0 }?.resumeReading()
+            request?.life.withLock { $0.control }?.resumeReading()
         }
     }
 
@@ -176,7 +176,7 @@ final class PinnedConnectionPool: Sendable {
             var actions = recheckPinsIfListChanged(&state)
             let id = state.nextRequestID
             state.nextRequestID += 1
-            pooled.id.withLock { $0 = id }
+            pooled.life.withLock { $0.submitted(as: id) }
             state.requests[id] = pooled
             actions += state.machine.executeRequest(id, key: pooled.request.key, needsFreshConnection: needsFreshConnection)
             return actions
@@ -184,15 +184,15 @@ final class PinnedConnectionPool: Sendable {
     }
 
     private func cancel(_ pooled: PooledRequest) {
-        pooled.cancelled.withLock { $0 = true }
-        guard let id = pooled.id.withLock({ $0 }) else { return }
-        if let control = pooled.control.withLock({ $0 }) {
+        switch pooled.life.withLock({ $0.cancel() }) {
+        case .nothing:
+            // Not yet queued, or leased: its lease or its control sees the cancellation.
+            break
+        case .removeFromQueue(let id):
+            modifyStateAndRunEffects { $0.machine.cancelRequest(id) }
+        case .abort(let control):
             control.abort(.cancelled)
-            return
         }
-        // Written or being written: its control arrives shortly and sees the cancellation.
-        if pooled.connection.withLock({ $0 }) != nil { return }
-        modifyStateAndRunEffects { $0.machine.cancelRequest(id) }
     }
 
     private func pinsChanged() {
@@ -382,7 +382,7 @@ final class PinnedConnectionPool: Sendable {
                         // Cannot happen while the machine and the table agree; fail rather than hang.
                         return .fail(request, .connectionLost("The pooled connection was gone before the request was written."))
                     }
-                    request.connection.withLock { $0 = connection }
+                    request.life.withLock { $0.leased() }
                     // A connection without a gate was retired: the write refuses.
                     var leased = state.gates[connectionID] ?? AdmissionGate(evidence: connection.admission, admittedUnder: 0)
                     if state.gates[connectionID] == nil { leased.refuse() }
@@ -435,7 +435,7 @@ final class PinnedConnectionPool: Sendable {
                 }
             }
         case .execute(let request, let connection, let reused, let gate):
-            if request.cancelled.withLock({ $0 }) {
+            if request.life.withLock({ $0.isCancelled }) {
                 // Cancelled while the lease was being made: the connection's state is still clean.
                 request.receiver.fail(.cancelled, afterResponseBytes: false)
                 requestFinished(on: connection.id, reusable: true)
@@ -445,8 +445,7 @@ final class PinnedConnectionPool: Sendable {
             request.pool = self
             connection.execute(head: request.request.head, body: request.request.body, silenceTimeout: request.request.timeout,
                                receiver: request, gate: gate) { control in
-                request.control.withLock { $0 = control }
-                if request.cancelled.withLock({ $0 }) { control.abort(.cancelled) }
+                if request.life.withLock({ $0.controlArrived(control) }) { control.abort(.cancelled) }
             }
         case .fail(let request, let failure):
             request.receiver.fail(failure, afterResponseBytes: false)
@@ -465,14 +464,12 @@ final class PinnedConnectionPool: Sendable {
 /// on a fresh connection when a reused one turns out closed before any response byte.
 private final class PooledRequest: PinnedResponseReceiver, @unchecked Sendable {
     // @unchecked: `request` and `receiver` are immutable; `reused`, `retried` and `pool` are
-    // set before the request is written and read on that connection's event loop only; the rest
+    // set before the request is written and read on that connection's event loop only; `life`
     // is locked.
     let request: PinnedConnectionPool.Request
     let receiver: any PinnedResponseReceiver
-    let id = Locked<Int?>(nil)
-    let connection = Locked<PinnedConnection?>(nil)
-    let control = Locked<PinnedRequestControl?>(nil)
-    let cancelled = Locked(false)
+    /// Where it is (queued, leased, running) and whether it was cancelled: one lock.
+    let life = Locked(PooledRequestLife())
     var reused = false
     var retried = false
     weak var pool: PinnedConnectionPool?
@@ -494,11 +491,9 @@ private final class PooledRequest: PinnedResponseReceiver, @unchecked Sendable {
     func receiveEnd() { receiver.receiveEnd() }
 
     func fail(_ failure: PinnedHTTPFailure, afterResponseBytes: Bool) {
-        if case .connectionLost = failure, reused, !retried, !afterResponseBytes, request.isIdempotent,
-           !cancelled.withLock({ $0 }), let pool {
+        if case .connectionLost = failure, reused, !retried, !afterResponseBytes, request.isIdempotent, let pool,
+           life.withLock({ $0.retry() }) {
             retried = true
-            connection.withLock { $0 = nil }
-            control.withLock { $0 = nil }
             pool.submit(self, needsFreshConnection: true)
             return
         }
