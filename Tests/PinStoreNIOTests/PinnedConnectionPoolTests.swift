@@ -254,7 +254,13 @@ import Testing
         let session = try session(try Pins.good(), delegate: delegate)
         let task = session.dataTask(with: URL(string: "https://localhost:\(server.port)/stream?mib=0")!)
         task.resume()
-        try await Task.sleep(for: .seconds(1.5))
+        // Bounded poll until the delegate has taken a few pieces (a busy machine may take a
+        // while to get there), then let the stream run on: without backpressure the server
+        // would race ahead meanwhile.
+        for _ in 0..<1500 where delegate.counts.withLock({ $0.pieces }) < 3 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await Task.sleep(for: .seconds(1))
         let (pieces, consumed) = delegate.counts.withLock { ($0.pieces, $0.bytes) }
         let sent = server.streamedBytes.withLock { $0 }
         task.cancel()
