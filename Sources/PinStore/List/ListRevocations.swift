@@ -56,6 +56,19 @@ package struct ListRevocations: Sendable {
         let note: String?
     }
 
+    /// Reads a section file (the JSON array a list carries) and checks it as a store would;
+    /// what a signer (the publisher) calls before it puts the section in a list.
+    package static func checkedSection(_ data: Data) throws(PinStoreError) -> [Wire] {
+        let wire: [Wire]
+        do {
+            wire = try JSONDecoder().decode([Wire].self, from: data)
+        } catch {
+            throw PinStoreError(.invalidListData, "revocations: not a JSON array of revocations (\(error)).")
+        }
+        _ = try ListRevocations(wire)
+        return wire
+    }
+
     var isEmpty: Bool { keys.isEmpty && certificates.isEmpty && serialsByIssuer.isEmpty }
 
     /// Reads the section. Throws ``PinStoreError/Code/invalidListData`` saying what is wrong.
