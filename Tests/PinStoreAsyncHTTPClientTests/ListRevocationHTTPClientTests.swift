@@ -92,6 +92,23 @@ import Testing
     }
 
     @Test(.timeLimit(.minutes(1)))
+    func aRevokedLeafUnderACAPinAloneIsRefusedAsRevokedBeforeThePinIsLookedAt() async throws {
+        let world = try World()
+        var list = try world.list(revoking: [.certificate(world.stolen.certificate)])
+        list.entries = [list.entries[0]]   // the CA key pin only, which a leaf alone cannot prove
+        let lists = try await TestListServer.start(serving: list, signedWith: world.key)
+        let stolen = try await TestHTTPSServer.start(presenting: world.stolen)
+        defer { Task { try? await lists.shutdown(); try? await stolen.shutdown() } }
+        let store = try world.store(listURL: lists.listURL)
+        #expect(await store.update() == .ok)
+        let client = try world.client(store)
+        let failure = try await Self.using(client) {
+            await #expect(throws: PinningFailure.self) { try await Self.get(client, stolen) }
+        }
+        #expect(failure?.reason.listRevocation?.kind == .certificate)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
     func aRevokedCAKeyTheLeafCannotRuleOutRefusesWithItsReason() async throws {
         let world = try World()
         let lists = try await TestListServer.start(serving: try world.list(revoking: [.key(of: world.pki.intermediate)]), signedWith: world.key)
