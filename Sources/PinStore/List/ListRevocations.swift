@@ -224,7 +224,9 @@ extension ListRevocations {
                 // Only a certificate whose issuer has revoked serials is parsed for its own serial.
                 if depth + 1 < chain.count, let revoked = serialsByIssuer[chain.keys[depth + 1]] {
                     // A chain that validated always parses; never skip the check if it did not.
-                    guard let serial = CertificateSerial(certificate: chain.certificates[depth]) else { return .cannotTell }
+                    guard let serial = CertificateSerial.of(certificate: chain.certificates[depth], fingerprint: chain.fingerprints[depth]) else {
+                        return .cannotTell
+                    }
                     if let entry = revoked[serial] { return .revoked(entry.match(depth: depth)) }
                 }
             }
