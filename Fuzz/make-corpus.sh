@@ -14,6 +14,12 @@ python3 - "$corpus/list/static-list-signature.json" <<'PY'
 import sys
 open(sys.argv[1], "w").write('{\n  "listSignature": "",\n  "timestamp": 1800000000,\n  "fingerprints": [\n    {"name": "localhost", "fingerprint": "QBlrQy9SCNA3lIzAQe1fO5jKzqU6Dli8T1ZEA5zZzRI=", "expires": 4102444799}\n  ]\n}\n')
 PY
+# The same layout with a revocations section of every kind (the fixture leaf's certificate,
+# the intermediate's key, and the leaf's serial under it).
+python3 - "$corpus/list/static-revocations.json" <<'PY'
+import sys
+open(sys.argv[1], "w").write('{\n  "listSignature": "",\n  "revocations": [\n    {"kind":"certificate","leaf":true,"sha256":"QBlrQy9SCNA3lIzAQe1fO5jKzqU6Dli8T1ZEA5zZzRI="},\n    {"kind":"key","note":"stolen","sha256":"QBlrQy9SCNA3lIzAQe1fO5jKzqU6Dli8T1ZEA5zZzRI="},\n    {"issuerKeySHA256":"QBlrQy9SCNA3lIzAQe1fO5jKzqU6Dli8T1ZEA5zZzRI=","kind":"issuerSerial","serial":"39:26:3E:9B"}\n  ],\n  "timestamp": 1800000000,\n  "fingerprints": []\n}\n')
+PY
 
 cp Fixtures/keys/*.pub.* "$corpus/public-key/" 2>/dev/null || true
 for pem in Fixtures/keys/*.pub.pem; do

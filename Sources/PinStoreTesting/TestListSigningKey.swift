@@ -29,6 +29,8 @@ public struct TestPinList: Sendable, Hashable {
     public var timestamp: Int64?
     /// The Certificate Transparency section the list carries, if any.
     public var certificateTransparency: TestCTLogList?
+    /// The `revocations` section the list carries (none by default: the member is left out).
+    public var revocations: [TestRevocation] = []
 
     /// A list of these entries (fingerprints of any kind, names of your choice).
     public init(entries: [FingerprintEntry], timestamp: Int64? = nil) {
@@ -91,14 +93,18 @@ public struct TestListSigningKey: Sendable {
     /// and its `timestamp`.
     public func signedStaticList(_ list: TestPinList) throws(PinStoreError) -> Data {
         try FingerprintListSigner(privateKey: privateKey).staticList(list.entries, timestamp: list.timestamp ?? Self.nextTimestamp(),
-                                                                     certificateTransparency: try list.certificateTransparency?.json())
+                                                                     version: nil, expires: nil,
+                                                                     certificateTransparency: try list.certificateTransparency?.json(),
+                                                                     revocations: list.revocations.map(\.wire))
     }
 
     /// A challenge-mode response to `challenge` (the `X-Cert-Pinning-Challenge` value the client
     /// sent): the body, and the `X-Cert-Pinning-Signature` value over challenge and body.
     public func challengeResponse(_ list: TestPinList, challenge: String) throws(PinStoreError) -> (body: Data, signature: String) {
         let body = try FingerprintListSigner.challengeModeBody(list.entries, timestamp: list.timestamp ?? Self.nextTimestamp(),
-                                                               certificateTransparency: try list.certificateTransparency?.json())
+                                                               version: nil, expires: nil,
+                                                               certificateTransparency: try list.certificateTransparency?.json(),
+                                                               revocations: list.revocations.map(\.wire))
         return (body, try FingerprintListSigner(privateKey: privateKey).challengeResponseSignature(challenge: challenge, body: body))
     }
 

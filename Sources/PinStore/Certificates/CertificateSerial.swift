@@ -43,6 +43,25 @@ package struct CertificateSerial: Sendable, Hashable, CustomStringConvertible {
         self = serial
     }
 
+    /// Serials by certificate digest: parsing a certificate costs about a hundred times the rest
+    /// of the pin check, and a list that revokes serials of a busy CA would otherwise make every
+    /// connection under that CA parse its leaf again (as ``ValidatedChain``'s key cache; emptied
+    /// when it reaches ``cacheLimit``).
+    private static let cache = Locked<[Digest32: CertificateSerial]>([:])
+    private static let cacheLimit = 4_096
+
+    /// The serial of the certificate `der`, whose SHA-256 is `fingerprint`: from the cache, else
+    /// read (nil when `der` is not a certificate).
+    static func of(certificate der: Data, fingerprint: Digest32) -> CertificateSerial? {
+        if let serial = cache.withLock({ $0[fingerprint] }) { return serial }
+        guard let serial = CertificateSerial(certificate: der) else { return nil }
+        cache.withLock { cache in
+            if cache.count >= cacheLimit { cache.removeAll(keepingCapacity: true) }
+            cache[fingerprint] = serial
+        }
+        return serial
+    }
+
     init(negative: Bool, magnitude: some Sequence<UInt8>) {
         let trimmed = Array(magnitude.drop { $0 == 0 })
         self.negative = negative && !trimmed.isEmpty

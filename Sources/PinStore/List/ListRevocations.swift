@@ -56,6 +56,19 @@ package struct ListRevocations: Sendable {
         let note: String?
     }
 
+    /// Reads a section file (the JSON array a list carries) and checks it as a store would;
+    /// what a signer (the publisher) calls before it puts the section in a list.
+    package static func checkedSection(_ data: Data) throws(PinStoreError) -> [Wire] {
+        let wire: [Wire]
+        do {
+            wire = try JSONDecoder().decode([Wire].self, from: data)
+        } catch {
+            throw PinStoreError(.invalidListData, "revocations: not a JSON array of revocations (\(error)).")
+        }
+        _ = try ListRevocations(wire)
+        return wire
+    }
+
     var isEmpty: Bool { keys.isEmpty && certificates.isEmpty && serialsByIssuer.isEmpty }
 
     /// Reads the section. Throws ``PinStoreError/Code/invalidListData`` saying what is wrong.
@@ -194,8 +207,8 @@ extension ListRevocations {
         case notRevoked
         /// An entry matches the certificate at `depth` (0 = leaf).
         case revoked(ListRevocationMatch)
-        /// The evidence (a leaf alone) cannot rule out an entry: `why` says which.
-        case cannotTell(why: String)
+        /// The evidence (a leaf alone) cannot rule out an entry.
+        case cannotTell
     }
 
     /// The verdict over `evidence`. Digests are compared through hashed sets, not in constant
@@ -210,8 +223,9 @@ extension ListRevocations {
                 // The issuer is the next certificate; the last one (the anchor) is revoked by its key.
                 // Only a certificate whose issuer has revoked serials is parsed for its own serial.
                 if depth + 1 < chain.count, let revoked = serialsByIssuer[chain.keys[depth + 1]] {
-                    guard let serial = CertificateSerial(certificate: chain.certificates[depth]) else {
-                        return .cannotTell(why: "the serial number of the certificate at depth \(depth) could not be read")
+                    // A chain that validated always parses; never skip the check if it did not.
+                    guard let serial = CertificateSerial.of(certificate: chain.certificates[depth], fingerprint: chain.fingerprints[depth]) else {
+                        return .cannotTell
                     }
                     if let entry = revoked[serial] { return .revoked(entry.match(depth: depth)) }
                 }
@@ -220,21 +234,16 @@ extension ListRevocations {
         case .leafOnly(let leaf):
             if let key = leaf.key, let entry = keys[key] { return .revoked(entry.match(depth: 0)) }
             if let fingerprint = leaf.fingerprint, let entry = certificates[fingerprint] { return .revoked(entry.match(depth: 0)) }
-            if let serial = leaf.serial, serials.contains(serial) {
-                return .cannotTell(why: "the leaf has the serial number \(serial), which the list revokes for an issuer key this adapter cannot see")
-            }
-            if hasEntriesAboveLeaf {
-                return .cannotTell(why: "the list revokes keys or certificates that may sit above the leaf, which this adapter cannot see")
-            }
-            // Every entry names a leaf: what this leaf does not match, it rules out, provided
-            // the digests and the serial were known (the single-certificate validate forms know less).
-            if leaf.key == nil, !keys.isEmpty { return .cannotTell(why: "the leaf's key is unknown here and the list revokes keys") }
-            if leaf.fingerprint == nil, !certificates.isEmpty {
-                return .cannotTell(why: "the leaf's certificate digest is unknown here and the list revokes certificates")
-            }
-            if leaf.serial == nil, !serials.isEmpty {
-                return .cannotTell(why: "the leaf's serial number is unknown here and the list revokes serial numbers")
-            }
+            // The leaf has a revoked serial number, but whether its issuer has the key the entry
+            // names cannot be seen: suspicious enough to refuse, not proof enough to call revoked.
+            if let serial = leaf.serial, serials.contains(serial) { return .cannotTell }
+            // An entry that may name a certificate above the leaf cannot be ruled out.
+            if hasEntriesAboveLeaf { return .cannotTell }
+            // Every entry names a leaf: what this leaf does not match, it rules out, provided the
+            // digests and the serial are known (the single-certificate validate forms know less).
+            if leaf.key == nil, !keys.isEmpty { return .cannotTell }
+            if leaf.fingerprint == nil, !certificates.isEmpty { return .cannotTell }
+            if leaf.serial == nil, !serials.isEmpty { return .cannotTell }
             return .notRevoked
         }
     }

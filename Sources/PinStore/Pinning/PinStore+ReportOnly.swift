@@ -13,6 +13,8 @@ import Logging
 //   product, never a legitimate rotation, and auditing it would let exactly that attacker in;
 // - never expected hosts (`hostNotExpected`): that is the app's own closed list of hosts, written
 //   in code, not pins that may lag behind a rotation;
+// - never the signed list's revocations (`revokedByList`, `revocationsNeedChain`): a revoked
+//   certificate is the team's signed word that its key is in the wrong hands;
 // - never the ATS transport minimums (`transportSecurityNotMet`): they are part of the trust a
 //   connection must earn before pins are looked at; relax them per domain with an exception.
 
@@ -26,7 +28,7 @@ extension PinStore.Configuration {
     /// ```
     ///
     /// In report-only mode the normal trust evaluation still refuses what it refuses, and expected
-    /// hosts and deny pins are still enforced. A pin failure lets the connection go on as
+    /// hosts, deny pins and the signed list's revocations are still enforced. A pin failure lets the connection go on as
     /// ``PinningDecision/reportOnly(_:validatedChain:)``: counted with `outcome="reported"`,
     /// delivered to ``PinStore/decisions(bufferingNewest:)`` with ``PinningEvent/enforced`` false,
     /// and logged at debug level. Updates after a failure (`updateOnEmpty`, `updateOnMismatch`)

@@ -323,8 +323,9 @@ public final class PinStore: Sendable {
     /// nothing else, so this answers `.untrusted` (never `.trusted`) when the host's decision
     /// needs more: a host whose only pins are key pins, CA pins or pins at depth 1 or more,
     /// any store with ``Configuration/deniedPublicKeys`` (the keys cannot be seen), and a host
-    /// under Certificate Transparency enforcement (SCTs need the certificate and its issuer).
-    /// Use ``validate(commonName:certificateChain:)`` to check what the adapters check.
+    /// under Certificate Transparency enforcement (SCTs need the certificate and its issuer),
+    /// and any host while the signed list revokes keys or serial numbers, or certificates not
+    /// marked `leaf` (<doc:Revocation>). Use ``validate(commonName:certificateChain:)`` to check what the adapters check.
     ///
     /// Changed in issue 30: a host under CT enforcement used to answer `.trusted` here.
     public func validate(commonName: String, fingerprint: Data) -> ValidationResult {
@@ -339,7 +340,9 @@ public final class PinStore: Sendable {
     /// A key alone proves only leaf key pins, so this answers `.untrusted` (never `.trusted`)
     /// when the host's decision needs more: a host whose only pins are certificate pins, CA
     /// pins or pins at depth 1 or more, any store with ``Configuration/deniedPublicKeys`` (no
-    /// key above the leaf can be seen), and a host under Certificate Transparency enforcement.
+    /// key above the leaf can be seen), a host under Certificate Transparency enforcement, and
+    /// any host while the signed list revokes certificates or serial numbers, or keys not marked
+    /// `leaf` (<doc:Revocation>).
     ///
     /// Changed in issue 30: a host under CT enforcement used to answer `.trusted` here.
     public func validate(commonName: String, publicKeySHA256: Data) -> ValidationResult {
@@ -353,7 +356,9 @@ public final class PinStore: Sendable {
     /// `.trusted`) when the host's decision needs more: a host whose only pins are CA pins or
     /// pins at depth 1 or more, any store with ``Configuration/deniedPublicKeys`` (the keys
     /// above the leaf cannot be seen), and a host under Certificate Transparency enforcement
-    /// (SCTs are verified with the issuer's key). Bytes that are not a certificate match
+    /// (SCTs are verified with the issuer's key), and any host while the signed list revokes
+    /// serial numbers, or keys or certificates not marked `leaf` (<doc:Revocation>); a revoked
+    /// leaf is `.untrusted`. Bytes that are not a certificate match
     /// certificate pins by their SHA-256 only.
     ///
     /// Changed in issue 30: a host under CT enforcement used to answer `.trusted` here, and
@@ -366,7 +371,7 @@ public final class PinStore: Sendable {
 
     /// Whether the chain a server presented (DER, leaf first) is pinned for `commonName`:
     /// exactly the pin rules ``PinningEvaluator``, `PinningTLSVerifier` and the pinned
-    /// URLSession run after the trust evaluation (``Configuration/expectedCommonNames``,
+    /// URLSession run after the trust evaluation (the signed list's revocations, ``Configuration/expectedCommonNames``,
     /// Certificate Transparency, ``Configuration/deniedPublicKeys``, the signed list, the
     /// fallback and ``Configuration/policies``), without report-only or the domainsConfig
     /// relaxing a failure. An entry with `depth` d pins the certificate at position d.

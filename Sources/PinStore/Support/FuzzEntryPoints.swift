@@ -18,10 +18,12 @@ public enum FuzzEntryPoints {
     static let fixturePublicKey = "BH8w80NmCqYSWzuYDspGDLcC1aD8VATQbty+EE/uSMy8HXQa1+4ox4S1UdRRDxWyrKZfMExLQ3MW9S47g0TQR+4="
 
     /// The list document parser (static and challenge mode), the whole-list signature locator
-    /// and the static verifier: what a store does with a downloaded static body.
+    /// the static verifier and the `revocations` section: what a store does with a downloaded
+    /// static body.
     public static func listDocument(_ data: Data) {
         _ = WholeListSignature.locate(in: data)
         guard let document = try? FingerprintListDocument(body: data) else { return }
+        _ = try? document.revocations.map(ListRevocations.init)
         guard let key = try? P256PublicKey(configuredString: fixturePublicKey) else { return }
         let verifier = ListSignatureVerifier(publicKey: key)
         _ = try? verifier.verifyStatic(document, cores: 1)

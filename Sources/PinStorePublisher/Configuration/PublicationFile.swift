@@ -19,6 +19,7 @@ import Foundation
 ///   "probeInterval": "10m", "minimumSightings": 3, "minimumSpan": "20m",
 ///   "gracePeriod": "14d", "minimumRemainingValidity": "1d",
 ///   "certificateTransparencySection": "ct/section.json",
+///   "revocations": "revocations.json",
 ///   "outputFolder": "public", "stateFolder": "state"
 /// }
 /// ```
@@ -45,6 +46,7 @@ import Foundation
 /// | `announcementLifetime` | `"90d"` | how long an announced, undeployed key stays pinned |
 /// | `signingCommandTimeout` | `"30s"` | a signing command still running then is killed |
 /// | `listFileName` | `"list.json"` | the list's name in `outputFolder` |
+/// | `revocations` | none | a JSON file holding the `revocations` section (an array, as lists carry it) signed into every list |
 /// | `vantagePoint` | none | `{"name", "proposalsFolder", "proposalTimeout": "1h"}` for several publishers |
 ///
 /// Signing keys are key files or commands, never key material: a value that looks like a PEM
@@ -140,6 +142,8 @@ public struct PublicationFile: Sendable {
     package var minimumRemainingValidity = PublicationDuration(seconds: 86_400)
     package var announcementLifetime = PublicationDuration(seconds: 90 * 86_400)
     package var certificateTransparencySection: String?
+    /// A file holding the `revocations` section every published list carries.
+    package var revocations: String?
     package var outputFolder: String
     package var stateFolder: String
     package var listFileName = "list.json"
@@ -283,7 +287,7 @@ extension PublicationFile {
             let known: Set<String> = ["partners", "signingKeys", "otherPublisherKeys", "approverKeys", "threshold", "keyDocuments",
                                       "signingCommandTimeout", "expires", "resignInterval", "probeInterval", "minimumSightings",
                                       "minimumSpan", "gracePeriod", "minimumRemainingValidity", "announcementLifetime",
-                                      "certificateTransparencySection", "outputFolder", "stateFolder", "listFileName", "vantagePoint"]
+                                      "certificateTransparencySection", "revocations", "outputFolder", "stateFolder", "listFileName", "vantagePoint"]
             try StrictKeys.check(decoder, known: known)
             let c = try decoder.container(keyedBy: AnyCodingKey.self)
             func key(_ name: String) -> AnyCodingKey { AnyCodingKey(stringValue: name) }
@@ -310,6 +314,7 @@ extension PublicationFile {
             file.minimumRemainingValidity = try duration("minimumRemainingValidity", file.minimumRemainingValidity)
             file.announcementLifetime = try duration("announcementLifetime", file.announcementLifetime)
             file.certificateTransparencySection = try c.decodeIfPresent(String.self, forKey: key("certificateTransparencySection"))
+            file.revocations = try c.decodeIfPresent(String.self, forKey: key("revocations"))
             file.listFileName = try c.decodeIfPresent(String.self, forKey: key("listFileName")) ?? file.listFileName
             file.vantagePoint = try c.decodeIfPresent(VantagePoint.self, forKey: key("vantagePoint"))
             self.file = file

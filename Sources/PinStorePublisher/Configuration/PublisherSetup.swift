@@ -18,6 +18,8 @@ package struct PublisherSetup: Sendable {
     package let trustRoots: [String: TrustRoots]
     /// The CT section (the JSON a list carries), when configured.
     package let certificateTransparencySection: Data?
+    /// The `revocations` section every list carries (empty when none is configured).
+    package let revocations: [ListRevocations.Wire]
     /// The key document file, when configured.
     package let keyDocuments: Data?
 
@@ -112,6 +114,16 @@ package struct PublisherSetup: Sendable {
             }
         } else {
             self.certificateTransparencySection = nil
+        }
+        if let path = file.revocations {
+            let data = try Self.read(file.resolve(path), what: "revocations")
+            do {
+                self.revocations = try ListRevocations.checkedSection(data)
+            } catch {
+                throw PublisherError(.unreadableReference, "revocations \(path) is not a section a store accepts: \(error.reason)")
+            }
+        } else {
+            self.revocations = []
         }
     }
 

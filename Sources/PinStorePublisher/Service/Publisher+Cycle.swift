@@ -111,7 +111,8 @@ extension Publisher {
         let timestamp = max(Int64(now.timeIntervalSince1970.rounded(.down)), (state.lastPublished?.timestamp ?? 0))
         let expires = Int64((now.timeIntervalSince1970 + setup.file.expires.seconds).rounded(.down))
         let body = try await assembly.unsignedBody(entries: plan.entries, version: version, timestamp: timestamp, expires: expires,
-                                                   certificateTransparency: setup.certificateTransparencySection)
+                                                   certificateTransparency: setup.certificateTransparencySection,
+                                                   revocations: setup.revocations)
         let pins = plan.pins.map { pin -> Proposal.Pin in
             let seen = state.partners[pin.partnerID]?.certificates.values.first { $0.pin(pin.kind)?.value == pin.value }
             let kept = state.publishedPins.contains { $0.entryKey == pin.entryKey }

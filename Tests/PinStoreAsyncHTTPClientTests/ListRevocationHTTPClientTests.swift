@@ -1,0 +1,146 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOSSL
+import PinStore
+import PinStoreAsyncHTTPClient
+import PinStoreTesting
+import Testing
+
+/// The signed list's revocations on AsyncHTTPClient, which shows only the leaf: a revoked leaf is
+/// refused as revoked; a revocation the leaf cannot rule out (a CA key) refuses with
+/// `revocationsNeedChain`, never skipped. Real TLS on 127.0.0.1 (PinStoreTesting's servers).
+@Suite(.serialized) struct ListRevocationHTTPClientTests {
+    struct World {
+        let pki: TestPKI
+        let stolen: TestIdentity
+        let key: TestListSigningKey
+
+        init() throws {
+            pki = try TestPKI(hosts: ["localhost"])
+            stolen = try pki.issueLeaf(for: ["localhost"])
+            key = try TestListSigningKey()
+        }
+
+        /// Pins the intermediate CA's key for localhost, and (for this adapter, which cannot
+        /// prove a CA pin from a leaf) both leaves' keys, revoking `revocations`.
+        func list(revoking revocations: [TestRevocation] = []) throws -> TestPinList {
+            func key(_ certificate: X509Certificate) throws -> Data { try #require(Data(base64Encoded: certificate.spkiSHA256Base64)) }
+            var list = TestPinList(entries: [
+                FingerprintEntry(name: "localhost", fingerprint: try key(pki.intermediate), expires: 4_102_444_799, kind: .caPublicKey),
+                FingerprintEntry(name: "localhost", fingerprint: try key(pki.leaf.certificate), expires: 4_102_444_799, kind: .publicKey),
+                FingerprintEntry(name: "localhost", fingerprint: try key(stolen.certificate), expires: 4_102_444_799, kind: .publicKey),
+            ])
+            list.revocations = revocations
+            return list
+        }
+
+        func store(listURL: URL) throws -> PinStore {
+            var configuration = PinStore.Configuration(serviceURL: listURL, publicKey: key.publicKeyBase64,
+                                                       storageDirectory: FileManager.default.temporaryDirectory
+                                                           .appendingPathComponent("pinstore-revocation-ahc-\(UUID().uuidString)"),
+                                                       requestTimeout: 5)
+            configuration.requireListSignature = true
+            return try PinStore(configuration: configuration)
+        }
+
+        /// A pinned client trusting the test root, with localhost on 127.0.0.1.
+        func client(_ store: PinStore) throws -> HTTPClient {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(pki.root.derRepresentation), format: .der)])
+            var configuration = try HTTPClient.Configuration.pinned(by: store, eventLoopGroup: Pins.group, tlsConfiguration: tls,
+                                                                    updateOnMismatch: false)
+            configuration.dnsOverride = Pins.loopbackOverride()
+            configuration.timeout.connect = .seconds(60)
+            return HTTPClient(eventLoopGroup: Pins.group, configuration: configuration)
+        }
+    }
+
+    static func get(_ client: HTTPClient, _ server: TestHTTPSServer) async throws -> String {
+        let response = try await client.execute(HTTPClientRequest(url: "https://localhost:\(server.port)/"), timeout: .seconds(20))
+        return String(buffer: try await response.body.collect(upTo: 1 << 20))
+    }
+
+    /// Runs `body` with `client`, shutting it down after (AsyncHTTPClient traps otherwise).
+    static func using<T>(_ client: HTTPClient, _ body: () async throws -> T) async throws -> T {
+        do {
+            let result = try await body()
+            try await client.shutdown()
+            return result
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aRevokedLeafIsRefusedAsRevokedAndItsSiblingAllowed() async throws {
+        let world = try World()
+        let lists = try await TestListServer.start(serving: try world.list(revoking: [.certificate(world.stolen.certificate)]), signedWith: world.key)
+        let good = try await TestHTTPSServer.start(presenting: world.pki.leaf)
+        let stolen = try await TestHTTPSServer.start(presenting: world.stolen)
+        defer { Task { try? await lists.shutdown(); try? await good.shutdown(); try? await stolen.shutdown() } }
+        let store = try world.store(listURL: lists.listURL)
+        #expect(await store.update() == .ok)
+        let client = try world.client(store)
+        let (body, failure) = try await Self.using(client) {
+            (try await Self.get(client, good), await #expect(throws: PinningFailure.self) { try await Self.get(client, stolen) })
+        }
+        #expect(body == TestHTTPSServer.responseBody)
+        #expect(failure?.reason.listRevocation?.kind == .certificate)
+        #expect(stolen.requestCount == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aRevokedLeafUnderACAPinAloneIsRefusedAsRevokedBeforeThePinIsLookedAt() async throws {
+        let world = try World()
+        var list = try world.list(revoking: [.certificate(world.stolen.certificate)])
+        list.entries = [list.entries[0]]   // the CA key pin only, which a leaf alone cannot prove
+        let lists = try await TestListServer.start(serving: list, signedWith: world.key)
+        let stolen = try await TestHTTPSServer.start(presenting: world.stolen)
+        defer { Task { try? await lists.shutdown(); try? await stolen.shutdown() } }
+        let store = try world.store(listURL: lists.listURL)
+        #expect(await store.update() == .ok)
+        let client = try world.client(store)
+        let failure = try await Self.using(client) {
+            await #expect(throws: PinningFailure.self) { try await Self.get(client, stolen) }
+        }
+        #expect(failure?.reason.listRevocation?.kind == .certificate)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aRevokedCAKeyTheLeafCannotRuleOutRefusesWithItsReason() async throws {
+        let world = try World()
+        let lists = try await TestListServer.start(serving: try world.list(revoking: [.key(of: world.pki.intermediate)]), signedWith: world.key)
+        let good = try await TestHTTPSServer.start(presenting: world.pki.leaf)
+        defer { Task { try? await lists.shutdown(); try? await good.shutdown() } }
+        let store = try world.store(listURL: lists.listURL)
+        #expect(await store.update() == .ok)
+        let client = try world.client(store)
+        let failure = try await Self.using(client) {
+            await #expect(throws: PinningFailure.self) { try await Self.get(client, good) }
+        }
+        #expect(failure?.reason == .revocationsNeedChain)
+        #expect(failure?.summary.contains("cannot rule out from the server's leaf alone") == true)
+        #expect(good.requestCount == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aListUpdateThatRevokesALeafClosesItsPooledConnectionWithoutARestart() async throws {
+        let world = try World()
+        let lists = try await TestListServer.start(serving: try world.list(), signedWith: world.key)
+        let stolen = try await TestHTTPSServer.start(presenting: world.stolen)
+        defer { Task { try? await lists.shutdown(); try? await stolen.shutdown() } }
+        let store = try world.store(listURL: lists.listURL)
+        #expect(await store.update() == .ok)
+        let client = try world.client(store)
+        let failure = try await Self.using(client) {
+            #expect(try await Self.get(client, stolen) == TestHTTPSServer.responseBody)        // admitted under the CA pin
+            try lists.publish(try world.list(revoking: [.certificate(world.stolen.certificate)]))
+            #expect(await store.update(mode: .forced) == .ok)
+            return await #expect(throws: PinningFailure.self) { try await Self.get(client, stolen) }
+        }
+        #expect(failure?.reason.listRevocation?.kind == .certificate)
+        #expect(stolen.requestCount == 1)   // the pooled connection carried nothing more
+    }
+}

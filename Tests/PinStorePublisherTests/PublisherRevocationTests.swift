@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+import PinStore
+import PinStoreSigning
+import PinStoreTesting
+@testable import PinStorePublisher
+
+/// The publication file's `revocations`: a section file the publisher signs into every list it
+/// publishes, which stores then apply.
+@Suite struct PublisherRevocationTests {
+    static func writeSection(_ revocations: [ListRevocations.Wire], in fixture: PublisherFixture) throws {
+        try JSONEncoder().encode(revocations).write(to: fixture.folder.appendingPathComponent("revocations.json"))
+    }
+
+    @Test func aRevocationInThePublicationFileReachesTheListAndTheStoreRefusesIt() async throws {
+        let fixture = try PublisherFixture(pki: try TestPKI(hosts: ["localhost"]))
+        defer { fixture.cleanUp() }
+        try Self.writeSection([.certificate(fixture.pki.leaf.certificate)], in: fixture)
+        let clock = TestClock()
+        let (publisher, _) = try PublisherTests.publisher(fixture, clock: clock, file: try fixture.file(#", "revocations": "revocations.json""#))
+        await PublisherTests.probeThreeTimes(publisher, clock: clock)
+        #expect(await publisher.cycle())
+
+        var configuration = PinStore.Configuration(serviceURL: fixture.listURL,
+                                                   publicKey: try fixture.key.publicKey.x963Representation.base64EncodedString(),
+                                                   storageDirectory: fixture.folder.appendingPathComponent("store"))
+        configuration.requireListSignature = true
+        let store = try PinStore(configuration: configuration)
+        #expect(await store.update() == .ok)
+        let decision = store.pinDecision(host: "localhost", validatedChain: fixture.pki.leaf.chainDER + [fixture.pki.root.derRepresentation])
+        #expect(decision.failure?.reason.listRevocation?.kind == .certificate)
+    }
+
+    @Test func aMalformedRevocationsFileIsRefusedAtSetup() throws {
+        let fixture = try PublisherFixture(pki: try TestPKI(hosts: ["localhost"]))
+        defer { fixture.cleanUp() }
+        try Data(#"[{"kind": "key", "sha256": "AAAA"}]"#.utf8).write(to: fixture.folder.appendingPathComponent("revocations.json"))
+        let error = #expect(throws: PublisherError.self) {
+            try PublisherSetup(file: try fixture.file(#", "revocations": "revocations.json""#))
+        }
+        #expect(error?.code == .unreadableReference)
+        #expect(error?.reason.contains("32-byte SHA-256") == true)
+    }
+}
