@@ -125,7 +125,7 @@ extension PinStore {
     func leafDecision(_ view: LeafView) -> PinningDecision {
         let snapshot = pinSnapshot()
         let tables = PinningTables(list: snapshot.list, fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig,
-                                   certificateTransparency: snapshot.certificateTransparency)
+                                   certificateTransparency: snapshot.certificateTransparency, crl: snapshot.crl)
         return rules.leafDecision(view, tables: tables, now: snapshot.now)
     }
 }
@@ -150,7 +150,7 @@ extension PinningRules {
         for (host, shownAs) in representativeHosts(of: view.names, tables: tables) {
             let connection = PinningContext(host: host, requestedName: shownAs, evidence: view.evidence, list: tables.list,
                                             fallback: tables.fallback, domainsConfig: tables.domainsConfig, now: now,
-                                            certificateTransparency: tables.certificateTransparency)
+                                            certificateTransparency: tables.certificateTransparency, crl: tables.crl)
             let decision = decide(connection)
             switch decision {
             case .deny: return decision
@@ -225,12 +225,12 @@ extension PinStore {
     }
 
     /// The pins in force and the time, read once for a decision.
-    func pinSnapshot() -> (list: PinIndex?, domainsConfig: DomainsConfig?, now: Int64, certificateTransparency: CTLogList?) {
-        let (list, domainsConfig, due, certificateTransparency) = state.withLock {
-            ($0.list.index, $0.list.domainsConfig, $0.updateDue, $0.list.certificateTransparency)
+    func pinSnapshot() -> (list: PinIndex?, domainsConfig: DomainsConfig?, now: Int64, certificateTransparency: CTLogList?, crl: CRLHostList?) {
+        let (list, domainsConfig, due, certificateTransparency, crl) = state.withLock {
+            ($0.list.index, $0.list.domainsConfig, $0.updateDue, $0.list.certificateTransparency, $0.list.crl)
         }
         let date = clock.now()
         if date >= due { startScheduledUpdateIfDue(at: date) }
-        return (list, domainsConfig, Int64(date.timeIntervalSince1970.rounded(.down)), certificateTransparency)
+        return (list, domainsConfig, Int64(date.timeIntervalSince1970.rounded(.down)), certificateTransparency, crl)
     }
 }

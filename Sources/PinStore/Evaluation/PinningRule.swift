@@ -53,6 +53,8 @@ struct PinningTables: Sendable {
     let domainsConfig: DomainsConfig?
     /// The signed list's Certificate Transparency section, if any.
     let certificateTransparency: CTLogList?
+    /// The signed list's `crl` section, if any.
+    var crl: CRLHostList? = nil
 }
 
 /// Everything a rule may look at for one decision: the host, what is known of the chain, and
@@ -74,6 +76,8 @@ struct PinningContext: Sendable {
     let now: Int64
     /// The signed list's Certificate Transparency section, if any (same snapshot as ``list``).
     var certificateTransparency: CTLogList? = nil
+    /// The signed list's `crl` section, if any (same snapshot as ``list``).
+    var crl: CRLHostList? = nil
 
     /// A failure of this connection.
     func failure(_ reason: PinningFailure.Reason, details: String? = nil) -> PinningFailure {

@@ -26,6 +26,8 @@ struct FingerprintListDocument: Sendable {
     let expires: Int64?
     /// The `certificateTransparency` section as written (``CTLogList``), read once verified.
     let certificateTransparency: CTLogList.Wire?
+    /// The `crl` section as written (``CRLHostList``), read once verified.
+    let crl: CRLHostList.Wire?
 
     /// The latest `expires` any list may carry: 9999-12-31T23:59:59Z. Anything later is a bug
     /// on the server (milliseconds instead of seconds, usually) and is refused.
@@ -98,6 +100,7 @@ struct FingerprintListDocument: Sendable {
         self.version = wire.version
         self.expires = wire.expires
         self.certificateTransparency = wire.certificateTransparency
+        self.crl = wire.crl
     }
 
     private struct Wire: Decodable {
@@ -117,6 +120,7 @@ struct FingerprintListDocument: Sendable {
         let version: Int64?
         let expires: Int64?
         let certificateTransparency: CTLogList.Wire?
+        let crl: CRLHostList.Wire?
     }
 
     private static func describe(_ error: DecodingError) -> String {

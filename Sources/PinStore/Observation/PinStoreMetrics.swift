@@ -82,7 +82,7 @@ struct PinStoreMetrics: Sendable {
         case .deny(let failure): return ("denied", failure.reason.metricName)
         case .reportOnly(let failure, _):
             switch failure.reason.backing {
-            case .pinMismatch, .noPinsForHost, .issuerPinsNeedChain, .certificateTransparencyNotMet: return ("reported", failure.reason.metricName)
+            case .pinMismatch, .noPinsForHost, .issuerPinsNeedChain, .certificateTransparencyNotMet, .crlCheckFailed: return ("reported", failure.reason.metricName)
             // Never made report-only (PinStore+ReportOnly.swift); counted as what they are.
             case .chainNotTrusted, .hostNotExpected, .deniedKey, .transportSecurityNotMet: return ("denied", failure.reason.metricName)
             }
@@ -116,6 +116,7 @@ extension PinningFailure.Reason {
         case .deniedKey: "denied_key"
         case .transportSecurityNotMet: "transport_security_not_met"
         case .certificateTransparencyNotMet: "certificate_transparency_not_met"
+        case .crlCheckFailed: "crl_check_failed"
         }
     }
 }

@@ -45,6 +45,8 @@ extension PinningFailure {
             public static let transportSecurityNotMet = Code("transportSecurityNotMet")
             /// ``Reason/certificateTransparencyNotMet(_:)``.
             public static let certificateTransparencyNotMet = Code("certificateTransparencyNotMet")
+            /// ``Reason/crlCheckFailed(_:)``.
+            public static let crlCheckFailed = Code("crlCheckFailed")
 
             /// Whether an optional reason is there and of this kind: lets
             /// `guard case .chainNotTrusted = decision.failure?.reason` compile as it did.
@@ -62,6 +64,7 @@ extension PinningFailure {
             case deniedKey(depth: Int)
             case transportSecurityNotMet(TransportSecurityViolation)
             case certificateTransparencyNotMet(CertificateTransparencyViolation)
+            case crlCheckFailed(CRLCheckFailure)
         }
 
         let backing: Backing
@@ -96,6 +99,11 @@ extension PinningFailure {
             Reason(.certificateTransparencyNotMet(violation))
         }
 
+        /// The host is under a CRL check (``CRLCheckMode``) and a certificate of the validated
+        /// chain is revoked by its CA, or its CRL could not be had (refused under
+        /// ``CRLCheckMode/enforceHardFail`` only). Checked after the expected hosts, before CT and pins.
+        public static func crlCheckFailed(_ failure: CRLCheckFailure) -> Reason { Reason(.crlCheckFailed(failure)) }
+
         /// Which kind of reason this is.
         public var code: Code {
             switch backing {
@@ -107,6 +115,7 @@ extension PinningFailure {
             case .deniedKey: .deniedKey
             case .transportSecurityNotMet: .transportSecurityNotMet
             case .certificateTransparencyNotMet: .certificateTransparencyNotMet
+            case .crlCheckFailed: .crlCheckFailed
             }
         }
 
@@ -142,6 +151,13 @@ extension PinningFailure {
             return nil
         }
 
+        /// For ``crlCheckFailed(_:)``: the revoked certificate, or why its CRL was unavailable;
+        /// nil otherwise.
+        public var crlCheckFailure: CRLCheckFailure? {
+            if case .crlCheckFailed(let failure) = backing { return failure }
+            return nil
+        }
+
         /// The code and what the reason carries, e.g. `deniedKey(depth: 1)`.
         public var description: String {
             switch backing {
@@ -150,6 +166,7 @@ extension PinningFailure {
             case .deniedKey(let depth): "deniedKey(depth: \(depth))"
             case .transportSecurityNotMet(let violation): "transportSecurityNotMet(\(violation))"
             case .certificateTransparencyNotMet(let violation): "certificateTransparencyNotMet(\(violation))"
+            case .crlCheckFailed(let failure): "crlCheckFailed(\(failure))"
             case .pinMismatch, .hostNotExpected, .issuerPinsNeedChain: code.name
             }
         }

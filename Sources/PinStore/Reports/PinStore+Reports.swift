@@ -85,6 +85,7 @@ extension PinningFailure.Reason {
         case .issuerPinsNeedChain: "issuer_pins_need_chain"
         case .deniedKey: "denied_key"
         case .certificateTransparencyNotMet: "certificate_transparency_not_met"
+        case .crlCheckFailed: "crl_check_failed"
         }
     }
 }

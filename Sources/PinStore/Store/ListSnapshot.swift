@@ -12,6 +12,8 @@ struct ListSnapshot: Sendable {
     let domainsConfig: DomainsConfig?
     /// The signed Certificate Transparency section that came with the list.
     let certificateTransparency: CTLogList?
+    /// The signed `crl` section that came with the list.
+    private(set) var crl: CRLHostList? = nil
     /// The list's own `expires` (Unix seconds); `.max` when it has none.
     let expires: Int64
     /// When the list was downloaded (Unix seconds), for the age gauge.
@@ -27,6 +29,7 @@ struct ListSnapshot: Sendable {
     init(_ list: PinStore.StoredList?, generation: UInt64) {
         self.init(index: list?.index, domainsConfig: list?.domainsConfig, certificateTransparency: list?.certificateTransparency,
                   expires: list?.expires ?? .max, updatedAt: list?.updatedAt, generation: generation)
+        crl = list?.crl
     }
 
     private init(index: PinIndex?, domainsConfig: DomainsConfig?, certificateTransparency: CTLogList?,
@@ -41,7 +44,9 @@ struct ListSnapshot: Sendable {
 
     /// The same list under the next generation (a pin expired).
     func nextGeneration() -> ListSnapshot {
-        ListSnapshot(index: index, domainsConfig: domainsConfig, certificateTransparency: certificateTransparency,
-                     expires: expires, updatedAt: updatedAt, generation: generation &+ 1)
+        var next = ListSnapshot(index: index, domainsConfig: domainsConfig, certificateTransparency: certificateTransparency,
+                                expires: expires, updatedAt: updatedAt, generation: generation &+ 1)
+        next.crl = crl
+        return next
     }
 }

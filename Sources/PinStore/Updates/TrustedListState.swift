@@ -191,7 +191,8 @@ struct TrustedListState: Sendable {
         let list = PinStore.StoredList(index: PinIndex(entries: entries), timestamp: verified.timestamp,
                                        updatedAt: material.updatedAt, identity: Self.identity(of: material),
                                        domainsConfig: verified.domainsConfig, version: verified.version,
-                                       certificateTransparency: verified.certificateTransparency, expires: verified.expires)
+                                       certificateTransparency: verified.certificateTransparency, expires: verified.expires,
+                                       crl: verified.crl)
         inForce = ListInForce(list: list, material: material)
         listRevision &+= 1
     }
