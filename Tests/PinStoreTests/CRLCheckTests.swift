@@ -1,5 +1,6 @@
 import Foundation
 import PinStoreTesting
+import PinStoreTestSupport
 import Testing
 @testable import PinStore
 
@@ -158,5 +159,46 @@ import Testing
         configuration.crlFetchBudget = 0
         let error = #expect(throws: PinStoreError.self) { _ = try PinStore(configuration: configuration) }
         #expect(error?.code == .invalidConfiguration)
+    }
+}
+
+/// The committed CRL fuzz seeds (`Fuzz/make-corpus.sh`, `openssl ca -gencrl` with the fixture
+/// intermediate) reach the scope and entries, and a delta CRL is refused as unsupported.
+@Suite struct CRLFuzzSeedTests {
+    static func seed(_ name: String) throws -> Data {
+        try Data(contentsOf: TestResources.packageRoot.appendingPathComponent("Fuzz/corpus/crl/\(name)"))
+    }
+
+    @Test func theRevokedSeedIsReadWithItsEntry() throws {
+        guard case .success(let (coverage, entries))? = CertificateRevocationList.readUnverified(try Self.seed("revoked.der")) else {
+            Issue.record("the seed was not read")
+            return
+        }
+        #expect(coverage == .allCertificates)
+        #expect(entries == 1)
+    }
+
+    @Test func aDeltaCRLIsRefusedAsUnsupported() throws {
+        guard case .failure(let why)? = CertificateRevocationList.readUnverified(try Self.seed("delta.der")) else {
+            Issue.record("a delta CRL was read as a complete one")
+            return
+        }
+        #expect(why.code == .deltaCRLUnsupported)
+    }
+
+    @Test func theSeedsVerifyAgainstTheFixtureIntermediate() throws {
+        let issuer = try Data(contentsOf: TestResources.packageRoot.appendingPathComponent("Fixtures/pki/intermediate-ca.der"))
+        let key = try #require(ValidatedChain.publicKeyDigest(of: issuer, fingerprint: Digest32(SHA256Digest.hash(issuer))!))
+        let der = try Self.seed("empty.der")
+        // Judged at the seed's own thisUpdate, so the seed never expires for this test.
+        let crl = try CertificateRevocationList(der: der, url: "http://127.0.0.1/intermediate.crl", issuer: issuer, issuerKey: key,
+                                                now: try #require(Self.thisUpdate(der)))
+        #expect(crl.revoked.isEmpty)
+    }
+
+    /// `thisUpdate` of a CRL, read the way the check reads it.
+    static func thisUpdate(_ der: Data) -> Int64? {
+        guard case .success? = CertificateRevocationList.readUnverified(der) else { return nil }
+        return CertificateRevocationList.thisUpdateForTests(der)
     }
 }

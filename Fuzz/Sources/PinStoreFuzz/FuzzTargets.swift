@@ -22,6 +22,14 @@ enum FuzzTarget: String, CaseIterable {
     /// Key documents (the list-signing keys' rotation chain): parsed, followed from a trusted
     /// set with every signature checked, the newest one's expiry judged.
     case keyDocuments = "key-documents"
+    /// CRLs as a distribution point serves them (DER): parsed, their scope and entries read,
+    /// verified against the fixture intermediate; the bytes also read as a certificate's CRL
+    /// distribution points.
+    case crl
+
+    /// The fixture intermediate the `crl` target verifies against (seeds it signed, made by
+    /// `Fuzz/make-corpus.sh`, reach the entries). Read once; nil if the file is missing.
+    static let crlIssuer: Data? = try? Data(contentsOf: URL(fileURLWithPath: "../Fixtures/pki/intermediate-ca.der"))
 
     static let current: FuzzTarget = {
         let name = ProcessInfo.processInfo.environment["FUZZ_TARGET"] ?? ""
@@ -70,6 +78,8 @@ enum FuzzTarget: String, CaseIterable {
             if let policies = try? PinPolicyImport.networkSecurityConfig(data) { Self.checkImported(policies) }
         case .sctList:
             FuzzEntryPoints.sctList(data)
+        case .crl:
+            FuzzEntryPoints.crl(data, issuer: Self.crlIssuer)
         case .keyDocuments:
             Self.checkFollowed(FuzzEntryPoints.keyDocuments(data))
         }

@@ -65,26 +65,7 @@ struct CertificateRevocationList: Sendable {
             throw refuse(.expired, "nextUpdate \(nextUpdate) has passed (now \(now))")
         }
         covers = try Self.coverage(crl, url: url)
-        var revoked: [Data: Int64] = [:]
-        if let entries = X509_CRL_get_REVOKED(crl) {
-            let count = CPinStoreShims_sk_X509_REVOKED_num(entries)
-            revoked.reserveCapacity(Int(max(0, count)))
-            for index in 0..<count {
-                guard let entry = CPinStoreShims_sk_X509_REVOKED_value(entries, index) else { continue }
-                // A critical entry extension (certificateIssuer above all: an indirect CRL)
-                // changes what the entry means; refuse rather than misread it.
-                for extensionIndex in 0..<X509_REVOKED_get_ext_count(entry) {
-                    if let ext = X509_REVOKED_get_ext(entry, extensionIndex), X509_EXTENSION_get_critical(ext) != 0 {
-                        throw refuse(.scopeUnsupported, "entry \(index + 1) has a critical extension (\(Self.name(ext))); indirect CRLs are not read")
-                    }
-                }
-                guard let serial = Self.integerDER(X509_REVOKED_get0_serialNumber(entry)) else {
-                    throw refuse(.malformed, "entry \(index + 1) has no readable serial number")
-                }
-                let date = X509Handle.seconds(X509_REVOKED_get0_revocationDate(entry)) ?? thisUpdate
-                revoked[serial] = date
-            }
-        }
+        let revoked = try Self.revokedEntries(crl, url: url, thisUpdate: thisUpdate)
         self.der = der
         self.issuerKey = issuerKey
         self.thisUpdate = thisUpdate
@@ -92,10 +73,60 @@ struct CertificateRevocationList: Sendable {
         self.revoked = revoked
     }
 
+    /// Revocation dates (Unix seconds) by serial number; `thisUpdate` for an entry whose date
+    /// cannot be read.
+    private static func revokedEntries(_ crl: OpaquePointer, url: String, thisUpdate: Int64) throws(CRLUnavailable) -> [Data: Int64] {
+        func refuse(_ code: CRLUnavailable.Code, _ why: String) -> CRLUnavailable { CRLUnavailable(code, url: url, why) }
+        var revoked: [Data: Int64] = [:]
+        guard let entries = X509_CRL_get_REVOKED(crl) else { return revoked }
+        let count = CPinStoreShims_sk_X509_REVOKED_num(entries)
+        revoked.reserveCapacity(Int(max(0, count)))
+        for index in 0..<max(0, count) {
+            guard let entry = CPinStoreShims_sk_X509_REVOKED_value(entries, index) else { continue }
+            // A critical entry extension (certificateIssuer above all: an indirect CRL)
+            // changes what the entry means; refuse rather than misread it.
+            for extensionIndex in 0..<max(0, X509_REVOKED_get_ext_count(entry)) {
+                if let ext = X509_REVOKED_get_ext(entry, extensionIndex), X509_EXTENSION_get_critical(ext) != 0 {
+                    throw refuse(.scopeUnsupported, "entry \(index + 1) has a critical extension (\(name(ext))); indirect CRLs are not read")
+                }
+            }
+            guard let serial = integerDER(X509_REVOKED_get0_serialNumber(entry)) else {
+                throw refuse(.malformed, "entry \(index + 1) has no readable serial number")
+            }
+            revoked[serial] = X509Handle.seconds(X509_REVOKED_get0_revocationDate(entry)) ?? thisUpdate
+        }
+        return revoked
+    }
+
+    /// Everything read from `der` without an issuer (the fuzz target's view of the parser):
+    /// the scope and the entries, or why they were refused. nil when it is not one DER CRL.
+    static func readUnverified(_ der: Data) -> Result<(Coverage, Int), CRLUnavailable>? {
+        guard der.first == 0x30, let crl = parse(der) else {
+            OpenSSLErrorQueue.clear()
+            return nil
+        }
+        defer { X509_CRL_free(crl) }
+        _ = X509Handle.seconds(X509_CRL_get0_nextUpdate(crl))
+        do throws(CRLUnavailable) {
+            let coverage = try coverage(crl, url: "fuzz")
+            return .success((coverage, try revokedEntries(crl, url: "fuzz", thisUpdate: 0).count))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// `thisUpdate` (Unix seconds) of `der`, unverified: for tests of committed seeds, which
+    /// are judged at their own time.
+    static func thisUpdateForTests(_ der: Data) -> Int64? {
+        guard let crl = parse(der) else { return nil }
+        defer { X509_CRL_free(crl) }
+        return X509Handle.seconds(X509_CRL_get0_lastUpdate(crl))
+    }
+
     /// The CRL's extensions judged: a delta CRL and unknown critical extensions refused, the
     /// issuing distribution point read for its scope.
     private static func coverage(_ crl: OpaquePointer, url: String) throws(CRLUnavailable) -> Coverage {
-        for index in 0..<X509_CRL_get_ext_count(crl) {
+        for index in 0..<max(0, X509_CRL_get_ext_count(crl)) {
             guard let ext = X509_CRL_get_ext(crl, index) else { continue }
             let nid = OBJ_obj2nid(X509_EXTENSION_get_object(ext))
             if nid == NID_delta_crl {
@@ -165,7 +196,7 @@ struct CertificateRevocationList: Sendable {
     /// The URIs among `names` (`GENERAL_NAMES`).
     static func uniformResourceIdentifiers(_ names: OpaquePointer) -> [String] {
         var uris: [String] = []
-        for index in 0..<CPinStoreShims_sk_GENERAL_NAME_num(names) {
+        for index in 0..<max(0, CPinStoreShims_sk_GENERAL_NAME_num(names)) {
             guard let name = CPinStoreShims_sk_GENERAL_NAME_value(names, index) else { continue }
             var type: Int32 = 0
             guard let value = GENERAL_NAME_get0_value(name, &type), type == GEN_URI else { continue }
@@ -219,7 +250,7 @@ struct CRLSubject: Sendable {
         let points = OpaquePointer(raw)
         defer { CRL_DIST_POINTS_free(points) }
         var urls: [URL] = []
-        for index in 0..<CPinStoreShims_sk_DIST_POINT_num(points) {
+        for index in 0..<max(0, CPinStoreShims_sk_DIST_POINT_num(points)) {
             guard let point = CPinStoreShims_sk_DIST_POINT_value(points, index), point.pointee.CRLissuer == nil,
                   point.pointee.reasons == nil, let name = point.pointee.distpoint, name.pointee.type == 0,
                   let names = name.pointee.name.fullname else { continue }

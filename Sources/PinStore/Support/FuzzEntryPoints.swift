@@ -113,4 +113,20 @@ public enum FuzzEntryPoints {
             throw PinStoreError(.network, "fuzzing is offline")
         }
     }
+
+    /// A CRL as a distribution point serves it (DER from the network): read without an issuer
+    /// (scope and entries), then verified as the CRL check does against `issuer` (the fixture
+    /// intermediate, `Fixtures/pki/intermediate-ca.der`, so seeds it signed go past the
+    /// signature); the same bytes also read as a certificate's CRL distribution points.
+    public static func crl(_ data: Data, issuer: Data?) {
+        _ = CertificateRevocationList.readUnverified(data)
+        if let issuer, let fingerprint = Digest32(SHA256Digest.hash(issuer)),
+           let key = ValidatedChain.publicKeyDigest(of: issuer, fingerprint: fingerprint) {
+            _ = try? CertificateRevocationList(der: data, url: "http://127.0.0.1/intermediate.crl", issuer: issuer,
+                                               issuerKey: key, now: 1_800_000_000)
+        }
+        if let fingerprint = Digest32(SHA256Digest.hash(data)) {
+            _ = CRLSubject.of(data, fingerprint: fingerprint)
+        }
+    }
 }
