@@ -31,21 +31,23 @@ extension TestPKI {
     ///   - thisUpdate: When the CRL was made; a minute ago by default.
     ///   - nextUpdate: Until when it is current; a week from now by default (in the past for an
     ///     expired CRL).
+    ///   - otherEntries: That many more entries, serials 1 to `otherEntries`, which no kit
+    ///     certificate has (the kit's serials are random 63-bit numbers): a large CRL.
     public func crl(by issuer: CRLIssuer, revoking revoked: [X509Certificate] = [], thisUpdate: Date = Date().addingTimeInterval(-60),
-                    nextUpdate: Date = Date().addingTimeInterval(7 * 86_400)) throws(PinStoreTestingError) -> Data {
+                    nextUpdate: Date = Date().addingTimeInterval(7 * 86_400), otherEntries: Int = 0) throws(PinStoreTestingError) -> Data {
         let authority: Authority
         switch issuer {
         case .root: authority = rootAuthority
         case .intermediate: authority = self.issuer
         case .impostor: authority = impostorAuthority
         }
-        return try authority.signCRL(revoking: revoked, thisUpdate: thisUpdate, nextUpdate: nextUpdate)
+        return try authority.signCRL(revoking: revoked, thisUpdate: thisUpdate, nextUpdate: nextUpdate, otherEntries: otherEntries)
     }
 }
 
 extension Authority {
     /// A CRL in this CA's name, signed with its key.
-    func signCRL(revoking revoked: [X509Certificate], thisUpdate: Date, nextUpdate: Date) throws(PinStoreTestingError) -> Data {
+    func signCRL(revoking revoked: [X509Certificate], thisUpdate: Date, nextUpdate: Date, otherEntries: Int = 0) throws(PinStoreTestingError) -> Data {
         guard let crl = X509_CRL_new() else { throw OpenSSLErrors.error("allocate a CRL") }
         defer { X509_CRL_free(crl) }
         let ca = try OwnedCertificate(der: certificate.derRepresentation)
@@ -71,6 +73,21 @@ extension Authority {
                   X509_CRL_add0_revoked(crl, entry) == 1 else {
                 X509_REVOKED_free(entry)
                 throw OpenSSLErrors.error("add a CRL entry")
+            }
+        }
+        if otherEntries > 0 {
+            for serial in 1...otherEntries {
+                guard let entry = X509_REVOKED_new() else { throw OpenSSLErrors.error("allocate a CRL entry") }
+                guard let number = ASN1_INTEGER_new() else {
+                    X509_REVOKED_free(entry)
+                    throw OpenSSLErrors.error("allocate a serial number")
+                }
+                defer { ASN1_INTEGER_free(number) }
+                guard ASN1_INTEGER_set(number, serial) == 1, X509_REVOKED_set_serialNumber(entry, number) == 1,
+                      X509_REVOKED_set_revocationDate(entry, last) == 1, X509_CRL_add0_revoked(crl, entry) == 1 else {
+                    X509_REVOKED_free(entry)
+                    throw OpenSSLErrors.error("add a CRL entry")
+                }
             }
         }
         guard X509_CRL_sort(crl) == 1, X509_CRL_sign(crl, key.pointer, EVP_sha256()) > 0 else {

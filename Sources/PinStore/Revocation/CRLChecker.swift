@@ -320,6 +320,13 @@ final class CRLChecker: Sendable {
         }
     }
 
+    /// Verifies `der` for `issuer` and keeps it for `url`, as a download would (benchmarks, and
+    /// callers that have the CRL already).
+    func install(url: String, der: Data, issuer: Data, issuerKey: Digest32, now: Int64) throws(CRLUnavailable) {
+        let crl = try CertificateRevocationList(der: der, url: url, issuer: issuer, issuerKey: issuerKey, now: now)
+        store(url, Entry(crl: crl, failure: nil, attemptedAt: now, issuer: issuer, issuerKey: issuerKey))
+    }
+
     private func store(_ key: String, _ entry: Entry) {
         entries.withLock { entries in
             if entries.count >= Self.entryLimit, entries[key] == nil { entries.removeAll(keepingCapacity: true) }

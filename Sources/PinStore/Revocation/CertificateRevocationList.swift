@@ -226,6 +226,11 @@ struct CRLSubject: Sendable {
     private static let cache = Locked<[Digest32: CRLSubject]>([:])
     private static let cacheLimit = 4_096
 
+    /// Forgets every certificate read (the benchmark of a new chain).
+    static func forgetAll() {
+        cache.withLock { $0.removeAll() }
+    }
+
     /// The subject of `der` (whose SHA-256 is `fingerprint`); nil when it cannot be read.
     static func of(_ der: Data, fingerprint: Digest32) -> CRLSubject? {
         if let known = cache.withLock({ $0[fingerprint] }) { return known }
