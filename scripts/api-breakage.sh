@@ -30,9 +30,8 @@ if ! git cat-file -e "${baseline}^{commit}" 2>/dev/null; then
     fi
 fi
 
-# The products users depend on. PinStorePublisher joins once its interface has settled (issue
-# 31 is still shaping it); the CLI is an executable, not API.
-products=(PinStore PinStoreNIO PinStoreAsyncHTTPClient PinStoreSigning PinStoreTesting)
+# The products users depend on; the CLI is an executable, not API.
+products=(PinStore PinStoreNIO PinStoreAsyncHTTPClient PinStoreGRPC PinStoreSigning PinStorePublisher PinStoreTesting)
 args=()
 for product in "${products[@]}"; do args+=(--products "$product"); done
 allowlist=()

@@ -231,7 +231,7 @@ final class AdmissionGateHandler: ChannelOutboundHandler, RemovableChannelHandle
         store.noteUse()
         if refusal == nil, store.admit(&gate).verdict != .admit {
             // The reason a new connection would be refused with (reported there, not here).
-            let failure = gate.evidence.leafFailure(store) ?? PinningFailure(host: "?", reason: .pinMismatch)
+            let failure = store.refusal(of: gate.evidence) ?? PinningFailure(host: "?", reason: .pinMismatch)
             refusal = failure
             context.close(promise: nil)
         }
@@ -240,13 +240,5 @@ final class AdmissionGateHandler: ChannelOutboundHandler, RemovableChannelHandle
             return
         }
         context.write(data, promise: promise)
-    }
-}
-
-extension AdmissionGate.Evidence {
-    /// The leaf decision's failure under the list in force, for a refused write's error.
-    fileprivate func leafFailure(_ store: PinStore) -> PinningFailure? {
-        guard case .leaf(let leaf, let peerAddress) = self else { return nil }
-        return store.leafDecision(leaf: leaf, peerAddress: peerAddress).failure
     }
 }

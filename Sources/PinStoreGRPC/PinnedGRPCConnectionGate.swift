@@ -20,28 +20,31 @@ final class PinnedGRPCConnectionGate: ChannelDuplexHandler, RemovableChannelHand
     typealias OutboundIn = Any
     typealias OutboundOut = Any
 
-    /// The verifier's decision for this connection's handshake, recorded by its `onDecision`
-    /// (on the event loop, or on a concurrency thread after an update) before the handshake
-    /// goes on.
+    /// The verifier's decision for this connection's handshake and what it admitted the
+    /// connection with, recorded by its `onAdmission` (on the event loop, or on a concurrency
+    /// thread after an update) before the handshake goes on.
     final class Decision: Sendable {
-        private let value = Locked<PinningDecision?>(nil)
-        func record(_ decision: PinningDecision) { value.withLock { $0 = decision } }
-        var recorded: PinningDecision? { value.withLock { $0 } }
+        private let value = Locked<(decision: PinningDecision, evidence: AdmissionGate.Evidence?)?>(nil)
+        func record(_ decision: PinningDecision, evidence: AdmissionGate.Evidence?) { value.withLock { $0 = (decision, evidence) } }
+        var recorded: PinningDecision? { value.withLock { $0?.decision } }
+        /// The evidence of an allowed decision; nil before one, or for a refusal.
+        var admission: AdmissionGate.Evidence? { value.withLock { $0.flatMap { $0.decision.isAllowed ? $0.evidence : nil } } }
     }
 
     private let connections: PinnedGRPCConnections
     private let decision: Decision
-    /// The list generation the chain was last found admitted under.
-    private var generation: UInt64
-    /// The chain the verifier validated, once the handshake completed.
-    private var validatedChain: [Data]?
+    /// The list generation read before the handshake began.
+    private let generationBeforeHandshake: UInt64
+    /// The admission the write path asks, once the handshake completed (the contract every
+    /// adapter that keeps connections shares: ``AdmissionGate``).
+    private var gate: AdmissionGate?
     private var refusal: PinningFailure?
     private var context: ChannelHandlerContext?
 
     init(connections: PinnedGRPCConnections, decision: Decision, generation: UInt64) {
         self.connections = connections
         self.decision = decision
-        self.generation = generation
+        self.generationBeforeHandshake = generation
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -55,7 +58,7 @@ final class PinnedGRPCConnectionGate: ChannelDuplexHandler, RemovableChannelHand
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // The verifier's refusal fails the handshake with swift-nio-ssl's generic error: hand
         // gRPC the reason instead.
-        if validatedChain == nil, error is NIOSSLError, let failure = decision.recorded?.failure {
+        if gate == nil, error is NIOSSLError, let failure = decision.recorded?.failure {
             refusal = failure
             context.fireErrorCaught(failure)
             return
@@ -65,30 +68,30 @@ final class PinnedGRPCConnectionGate: ChannelDuplexHandler, RemovableChannelHand
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case .handshakeCompleted? = event as? TLSUserEvent {
-            guard let chain = decision.recorded?.validatedChain else {
+            guard let evidence = decision.admission else {
                 // Cannot happen: the verifier records its decision before the handshake goes
                 // on, and admits only a validated chain. Never let an undecided connection on.
                 refuse(PinningFailure(host: connections.serverName.host, reason: .pinMismatch), context: context)
                 return
             }
-            validatedChain = chain
+            gate = AdmissionGate(evidence: evidence, admittedUnder: generationBeforeHandshake)
             let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
             let eventLoop = context.eventLoop
-            connections.admit(.init(channel: context.channel, validatedChain: chain, retire: { failure in
+            connections.admit(.init(channel: context.channel, evidence: evidence, retire: { failure in
                 eventLoop.execute { loopBound.value.retire(failure) }
             }))
             // A list installed during the handshake: its re-check may have run before the
             // connection was admitted.
-            if recheckIfListChanged() != nil { return }
+            if !admitsWrite(context: context) { return }
         }
         context.fireUserInboundEventTriggered(event)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if refusal == nil, validatedChain != nil {
+        if refusal == nil, gate != nil {
             // RPCs on a kept connection make no pin check: keep the store on its schedule.
             connections.store.noteUse()
-            recheckIfListChanged()
+            _ = admitsWrite(context: context)
         }
         if let refusal {
             promise?.fail(refusal)
@@ -99,24 +102,27 @@ final class PinnedGRPCConnectionGate: ChannelDuplexHandler, RemovableChannelHand
         context.write(data, promise: promise)
     }
 
-    /// Checks the chain again when the list changed since it was last admitted; closes the
-    /// connection and returns the failure when the list in force no longer admits it.
-    @discardableResult
-    private func recheckIfListChanged() -> PinningFailure? {
-        guard let chain = validatedChain, let context else { return nil }
-        let current = connections.store.listGeneration
-        guard current != generation else { return nil }
-        if let failure = connections.refusal(of: chain) {
+    /// Asks the gate (one compare while the list holds still; the pin decision again once it
+    /// changed); closes the connection and returns false when the list in force refuses it.
+    private func admitsWrite(context: ChannelHandlerContext) -> Bool {
+        guard var gate else { return refusal == nil }
+        let verdict = connections.store.admit(&gate).verdict
+        self.gate = gate
+        guard verdict == .admit else {
+            // The reason a new connection would be refused with; a list that would not hold
+            // still for eight re-checks has none, and is refused as a mismatch.
+            let failure = connections.store.refusal(of: gate.evidence)
+                ?? PinningFailure(host: connections.serverName.host, reason: .pinMismatch)
             refuse(failure, context: context)
-            return failure
+            return false
         }
-        generation = current
-        return nil
+        return true
     }
 
     /// Retires the connection after a list change (``PinnedGRPCConnections/listChanged()``).
     private func retire(_ failure: PinningFailure) {
         guard refusal == nil, let context else { return }
+        gate?.refuse()
         refuse(failure, context: context)
     }
 

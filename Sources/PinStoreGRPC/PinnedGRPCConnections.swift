@@ -31,7 +31,8 @@ final class PinnedGRPCConnections: Sendable {
     /// An admitted connection: what its pin check is repeated over, and how to retire it.
     struct Admitted: Sendable {
         let channel: any Channel
-        let validatedChain: [Data]
+        /// The chain the trust evaluation validated, and the host it was validated for.
+        let evidence: AdmissionGate.Evidence
         /// Closes the connection with the failure (hops to its event loop).
         let retire: @Sendable (PinningFailure) -> Void
     }
@@ -70,8 +71,8 @@ final class PinnedGRPCConnections: Sendable {
         // is checked for again by the gate once the handshake is done.
         let generation = store.listGeneration
         let decision = PinnedGRPCConnectionGate.Decision()
-        let tls = try verifier.makeClientHandler(context: context, serverHostname: serverName.host, port: serverName.port,
-                                                 onDecision: { decision.record($0) })
+        let tls = try verifier.makeClientHandler(context: context, host: serverName.name, port: serverName.port,
+                                                 onAdmission: { decision.record($0, evidence: $1) })
         let gate = PinnedGRPCConnectionGate(connections: self, decision: decision, generation: generation)
         try channel.pipeline.syncOperations.addHandler(tls, position: .first)
         try channel.pipeline.syncOperations.addHandler(gate, position: .after(tls))
@@ -86,13 +87,6 @@ final class PinnedGRPCConnections: Sendable {
         }
     }
 
-    /// The failure the list in force gives `validatedChain` for this transport's host, or nil
-    /// while it is still admitted: the chain-aware pin decision again (not reported), so a
-    /// connection admitted in report-only mode is kept exactly as long as a new one would be.
-    func refusal(of validatedChain: [Data]) -> PinningFailure? {
-        store.pinDecision(host: serverName.host, validatedChain: validatedChain).failure
-    }
-
     /// After a list change: retires every admitted connection whose chain the new list no
     /// longer admits for the host. An RPC racing with the close is stopped by the gate.
     ///
@@ -105,15 +99,18 @@ final class PinnedGRPCConnections: Sendable {
         // Never a blocking wait here (the handler may run on an event loop or the download
         // task): the store's update awaits the closes through closesSettled() instead.
         defer { if !closing.isEmpty { pendingCloses.withLock { $0.append(contentsOf: closing) } } }
-        // One decision per distinct chain: every connection of a transport is for one host.
+        // Every connection of a transport is for one host, and most share one chain: one
+        // decision per distinct chain.
         var verdicts: [[Data]: PinningFailure?] = [:]
         for connection in connections {
+            let chain: [Data]
+            if case .chain(let validated, _) = connection.evidence { chain = validated.certificates } else { chain = [] }
             let failure: PinningFailure?
-            if let known = verdicts[connection.validatedChain] {
+            if !chain.isEmpty, let known = verdicts[chain] {
                 failure = known
             } else {
-                failure = refusal(of: connection.validatedChain)
-                verdicts[connection.validatedChain] = failure
+                failure = store.refusal(of: connection.evidence)
+                verdicts[chain] = failure
             }
             guard let failure else { continue }
             logger.debug("closing a pinned gRPC connection the new list no longer allows",

@@ -12,8 +12,10 @@ import PinStore
 /// names no host: refused rather than judged against a guess.
 @available(macOS 15.0, *)
 struct PinnedGRPCServerName: Sendable, Equatable {
-    /// The host as the verifier and the pins take it (an IPv6 address without brackets).
+    /// The host as written (an IPv6 address without brackets), for failures and logs.
     let host: String
+    /// The host as the verifier and the pins take it, made once here at the adapter's edge.
+    let name: HostName
     /// The TCP port the target names, for pin-failure reports.
     let port: Int?
 
@@ -21,11 +23,11 @@ struct PinnedGRPCServerName: Sendable, Equatable {
         let fromTarget = Self.targetHost(target)
         port = fromTarget?.port
         let authorityHost = authority.map(Self.stripPort)
-        if let serverHostname, let authorityHost, try Self.normalized(serverHostname) != Self.normalized(authorityHost) {
+        if let serverHostname, let authorityHost, try Self.hostName(serverHostname) != Self.hostName(authorityHost) {
             throw .conflictingHostNames(serverHostname: serverHostname, authority: authority ?? "")
         }
         guard let chosen = serverHostname ?? authorityHost ?? fromTarget?.host else { throw .noHostName }
-        _ = try Self.normalized(chosen)
+        name = try Self.hostName(chosen)
         host = Self.unbracketed(chosen)
     }
 
@@ -48,9 +50,9 @@ struct PinnedGRPCServerName: Sendable, Equatable {
     }
 
     /// `name` as PinStore compares hosts; throws when it can never be one.
-    private static func normalized(_ name: String) throws(PinnedGRPCError) -> String {
+    private static func hostName(_ name: String) throws(PinnedGRPCError) -> HostName {
         do {
-            return try HostName(unbracketed(name)).text
+            return try HostName(unbracketed(name))
         } catch {
             throw .invalidHostName(name)
         }

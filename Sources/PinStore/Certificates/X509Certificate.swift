@@ -32,6 +32,11 @@ public struct X509Certificate: Sendable, Hashable {
     public let fingerprint: Data
     /// The DER SubjectPublicKeyInfo.
     public let subjectPublicKeyInfo: Data
+    /// The serial number (for the signed list's issuer-and-serial revocations).
+    package let serialNumber: CertificateSerial
+    /// Whether OpenSSL would accept the certificate as an issuer (`X509_check_ca`): a
+    /// revocation of a certificate that is not can only ever match a chain's leaf.
+    package let isCertificateAuthority: Bool
 
     /// ``fingerprint`` as padded standard Base64.
     public var fingerprintBase64: String { fingerprint.base64EncodedString() }
@@ -56,6 +61,11 @@ public struct X509Certificate: Sendable, Hashable {
         notAfter = handle.date(X509_get0_notAfter(handle.pointer))
         fingerprint = SHA256Digest.hash(der)
         subjectPublicKeyInfo = handle.subjectPublicKeyInfo
+        guard let serial = handle.serialNumber else {
+            throw PinStoreError(.certificateMalformed, "The certificate's serial number could not be read.", openSSLErrors: OpenSSLErrorQueue.drain())
+        }
+        serialNumber = serial
+        isCertificateAuthority = X509_check_ca(handle.pointer) != 0
     }
 
     /// Parses every certificate in a PEM text (a single certificate or a bundle). Explanatory

@@ -111,11 +111,17 @@ extension PinStore {
     /// force: the pin decision again (not reported), so a connection admitted in report-only
     /// mode or by ``DomainsConfig`` is kept exactly as long as a new connection would be admitted.
     package func stillAdmits(_ evidence: AdmissionGate.Evidence) -> Bool {
+        refusal(of: evidence) == nil
+    }
+
+    /// Why the list in force would refuse a new connection with `evidence` (nil: it would admit
+    /// it): the reason an adapter gives for a write its gate refused. Not reported.
+    package func refusal(of evidence: AdmissionGate.Evidence) -> PinningFailure? {
         switch evidence {
         case .chain(let chain, let host):
-            pinDecision(host: host, requestedName: host.text, evidence: .validated(chain)).isAllowed
+            pinDecision(host: host, requestedName: host.text, evidence: .validated(chain)).failure
         case .leaf(let leaf, let peerAddress):
-            leafDecision(leaf: leaf, peerAddress: peerAddress).isAllowed
+            leafDecision(leaf: leaf, peerAddress: peerAddress).failure
         }
     }
 }

@@ -22,6 +22,8 @@ enum ChainEvidence: Sendable {
         var der: Data? = nil
         var fingerprint: Digest32? = nil
         var key: Digest32? = nil
+        /// The serial number, for the list's issuer-and-serial revocations.
+        var serial: CertificateSerial? = nil
     }
 
     /// The certificates a decision reports as validated (leaf first; the leaf alone for a

@@ -54,7 +54,7 @@ struct LeafView: Sendable {
             throw PinningFailure(host: "?", reason: .chainNotTrusted(
                 ChainValidationError(.malformedCertificate, depth: 0, detail: "The verified leaf's digests could not be computed.")))
         }
-        evidence = .leafOnly(.init(der: der, fingerprint: fingerprint, key: key))
+        evidence = .leafOnly(.init(der: der, fingerprint: fingerprint, key: key, serial: leaf.serialNumber))
         var written = leaf.dnsNames
         if leaf.dnsNames.isEmpty, leaf.ipAddresses.isEmpty, let commonName = leaf.commonName {
             written = [commonName]
@@ -125,7 +125,8 @@ extension PinStore {
     func leafDecision(_ view: LeafView) -> PinningDecision {
         let snapshot = pinSnapshot()
         let tables = PinningTables(list: snapshot.list, fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig,
-                                   certificateTransparency: snapshot.certificateTransparency, crl: snapshot.crl)
+                                   certificateTransparency: snapshot.certificateTransparency, revocations: snapshot.revocations,
+                                   crl: snapshot.crl)
         return rules.leafDecision(view, tables: tables, now: snapshot.now)
     }
 }
@@ -150,7 +151,8 @@ extension PinningRules {
         for (host, shownAs) in representativeHosts(of: view.names, tables: tables) {
             let connection = PinningContext(host: host, requestedName: shownAs, evidence: view.evidence, list: tables.list,
                                             fallback: tables.fallback, domainsConfig: tables.domainsConfig, now: now,
-                                            certificateTransparency: tables.certificateTransparency, crl: tables.crl)
+                                            certificateTransparency: tables.certificateTransparency, revocations: tables.revocations,
+                                            crl: tables.crl)
             let decision = decide(connection)
             switch decision {
             case .deny: return decision
@@ -225,12 +227,13 @@ extension PinStore {
     }
 
     /// The pins in force and the time, read once for a decision.
-    func pinSnapshot() -> (list: PinIndex?, domainsConfig: DomainsConfig?, now: Int64, certificateTransparency: CTLogList?, crl: CRLHostList?) {
-        let (list, domainsConfig, due, certificateTransparency, crl) = state.withLock {
-            ($0.list.index, $0.list.domainsConfig, $0.updateDue, $0.list.certificateTransparency, $0.list.crl)
+    func pinSnapshot() -> (list: PinIndex?, domainsConfig: DomainsConfig?, now: Int64, certificateTransparency: CTLogList?,
+                           revocations: ListRevocations?, crl: CRLHostList?) {
+        let (list, domainsConfig, due, certificateTransparency, revocations, crl) = state.withLock {
+            ($0.list.index, $0.list.domainsConfig, $0.updateDue, $0.list.certificateTransparency, $0.list.revocations, $0.list.crl)
         }
         let date = clock.now()
         if date >= due { startScheduledUpdateIfDue(at: date) }
-        return (list, domainsConfig, Int64(date.timeIntervalSince1970.rounded(.down)), certificateTransparency, crl)
+        return (list, domainsConfig, Int64(date.timeIntervalSince1970.rounded(.down)), certificateTransparency, revocations, crl)
     }
 }

@@ -53,6 +53,8 @@ struct PinningTables: Sendable {
     let domainsConfig: DomainsConfig?
     /// The signed list's Certificate Transparency section, if any.
     let certificateTransparency: CTLogList?
+    /// The signed list's `revocations` section, if any.
+    var revocations: ListRevocations? = nil
     /// The signed list's `crl` section, if any.
     var crl: CRLHostList? = nil
 }
@@ -76,6 +78,8 @@ struct PinningContext: Sendable {
     let now: Int64
     /// The signed list's Certificate Transparency section, if any (same snapshot as ``list``).
     var certificateTransparency: CTLogList? = nil
+    /// The signed list's `revocations` section, if any (same snapshot as ``list``).
+    var revocations: ListRevocations? = nil
     /// The signed list's `crl` section, if any (same snapshot as ``list``).
     var crl: CRLHostList? = nil
 

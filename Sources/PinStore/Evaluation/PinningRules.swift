@@ -8,6 +8,9 @@ import Foundation
 ///    to the anchors, validity dates, the host name) accepted it and it met ATS's certificate
 ///    minimums (``ChainValidator`` and ``CertificateStrengthPolicy`` in ``PinningEvaluator``,
 ///    `SecTrust` on Apple platforms, swift-nio-ssl's default verification for AsyncHTTPClient);
+/// 0b. ``RevocationRule``: a certificate the signed list revokes (key, certificate, or issuer key
+///    and serial), anywhere in the chain, refuses; a leaf alone that cannot rule an entry out is
+///    refused too (``PinningFailure/Reason/revocationsNeedChain``);
 /// 1. ``ExpectedHostRule``: a host outside `expectedCommonNames` is refused;
 /// 1a. ``CRLRevocationRule``: after the list's revocations, before CT: a host under a CRL mode
 ///    needs its chain absent from its CAs' current CRLs (a revoked certificate refused when
@@ -19,7 +22,8 @@ import Foundation
 ///
 /// then the relaxations of a failure of step 3, in order: ``DomainsConfigRelaxation`` (a host
 /// without pins the signed list exempts is allowed) and ``ReportOnlyRelaxation`` (a failure
-/// nobody enforces is reported, not refused). Steps 0 to 2 are never relaxed.
+/// nobody enforces is reported, not refused). Steps 0 to 2 are never relaxed: a revoked chain is
+/// refused in report-only mode too, and for a host the domainsConfig exempts.
 struct PinningRules: Sendable {
     let rules: [any PinningRule]
     let relaxations: [any PinFailureRelaxation]
@@ -28,6 +32,7 @@ struct PinningRules: Sendable {
          certificateTransparency: CertificateTransparencyChecker = CertificateTransparencyChecker(defaultMode: .off),
          crl: CRLChecker = CRLChecker(defaultMode: .off)) {
         self.init(rules: [
+            RevocationRule(),
             ExpectedHostRule(expected: expectedNames),
             CRLRevocationRule(checker: crl),
             CertificateTransparencyRule(checker: certificateTransparency),

@@ -114,8 +114,10 @@ extension PinStore {
         case .pinMismatch: return updateOnMismatch
         // An SCT from a log the list does not know: a newer list may name it.
         case .certificateTransparencyNotMet(let violation): return updateOnMismatch && violation.sctsFromUnknownLogs > 0
-        // A newer list cannot un-revoke a certificate, nor fetch a CRL.
-        case .chainNotTrusted, .hostNotExpected, .issuerPinsNeedChain, .deniedKey, .transportSecurityNotMet, .crlCheckFailed: return false
+        // A revocation is the team's signed word: no update is fetched to argue with it; and a
+        // newer list cannot un-revoke a certificate a CA revoked, nor fetch a CRL.
+        case .chainNotTrusted, .hostNotExpected, .issuerPinsNeedChain, .deniedKey, .transportSecurityNotMet,
+             .revokedByList, .revocationsNeedChain, .crlCheckFailed: return false
         }
     }
 
@@ -127,7 +129,8 @@ extension PinStore {
         let snapshot = pinSnapshot()
         let connection = PinningContext(host: host, requestedName: requestedName, evidence: evidence, list: snapshot.list,
                                         fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig, now: snapshot.now,
-                                        certificateTransparency: snapshot.certificateTransparency, crl: snapshot.crl)
+                                        certificateTransparency: snapshot.certificateTransparency,
+                                        revocations: snapshot.revocations, crl: snapshot.crl)
         let decision = rules.decide(connection, relaxing: relaxing)
         return relaxing ? withOperatorDetails(decision, host: host, evidence: evidence) : decision
     }
@@ -137,7 +140,7 @@ extension PinStore {
     private func withOperatorDetails(_ decision: PinningDecision, host: HostName, evidence: ChainEvidence) -> PinningDecision {
         guard case .validated(let chain) = evidence, let failure = decision.failure ?? decision.reportedFailure else { return decision }
         switch failure.reason {
-        case .pinMismatch, .deniedKey: break
+        case .pinMismatch, .deniedKey, .revokedByList: break
         default: return decision
         }
         let detailed = PinningFailure(host: failure.host, reason: failure.reason, details: mismatchReport(host: host.text, chain: chain))
@@ -146,10 +149,8 @@ extension PinStore {
     }
 
     /// The pin decision (not reported) for `host` over a chain the caller vouches was validated
-    /// by the normal trust evaluation: tests, and PinStoreGRPC's re-check after a list change,
-    /// over the chain swift-nio-ssl's validated-chain metadata gave its handshake (the other
-    /// adapters keep the ``ValidatedChain`` their evaluation made, and re-check through
-    /// ``stillAdmits(_:)``; moving gRPC onto ``AdmissionGate`` is the next step).
+    /// by the normal trust evaluation: for tests. The adapters keep the ``ValidatedChain`` their
+    /// evaluation made and re-check it through ``AdmissionGate`` (``stillAdmits(_:)``).
     package func pinDecision(host: String, validatedChain: [Data]) -> PinningDecision {
         guard let name = try? HostName(host) else {
             return .deny(PinningFailure(host: host, reason: .chainNotTrusted(

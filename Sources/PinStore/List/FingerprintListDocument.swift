@@ -26,6 +26,8 @@ struct FingerprintListDocument: Sendable {
     let expires: Int64?
     /// The `certificateTransparency` section as written (``CTLogList``), read once verified.
     let certificateTransparency: CTLogList.Wire?
+    /// The `revocations` section as written (``ListRevocations``), read once verified.
+    let revocations: [ListRevocations.Wire]?
     /// The `crl` section as written (``CRLHostList``), read once verified.
     let crl: CRLHostList.Wire?
 
@@ -100,6 +102,7 @@ struct FingerprintListDocument: Sendable {
         self.version = wire.version
         self.expires = wire.expires
         self.certificateTransparency = wire.certificateTransparency
+        self.revocations = wire.revocations
         self.crl = wire.crl
     }
 
@@ -120,6 +123,7 @@ struct FingerprintListDocument: Sendable {
         let version: Int64?
         let expires: Int64?
         let certificateTransparency: CTLogList.Wire?
+        let revocations: [ListRevocations.Wire]?
         let crl: CRLHostList.Wire?
     }
 

@@ -33,6 +33,7 @@ package enum ListReadBack {
     package static func checkClientsAccept(_ body: Data) throws(PinStoreError) {
         let document = try FingerprintListDocument(body: body)
         _ = try document.certificateTransparency.map(CTLogList.init)
+        _ = try document.revocations.map(ListRevocations.init)
         _ = try document.crl.map(CRLHostList.init)
     }
 

@@ -84,7 +84,8 @@ struct PinStoreMetrics: Sendable {
             switch failure.reason.backing {
             case .pinMismatch, .noPinsForHost, .issuerPinsNeedChain, .certificateTransparencyNotMet, .crlCheckFailed: return ("reported", failure.reason.metricName)
             // Never made report-only (PinStore+ReportOnly.swift); counted as what they are.
-            case .chainNotTrusted, .hostNotExpected, .deniedKey, .transportSecurityNotMet: return ("denied", failure.reason.metricName)
+            case .chainNotTrusted, .hostNotExpected, .deniedKey, .transportSecurityNotMet, .revokedByList, .revocationsNeedChain:
+                return ("denied", failure.reason.metricName)
             }
         }
     }
@@ -116,6 +117,8 @@ extension PinningFailure.Reason {
         case .deniedKey: "denied_key"
         case .transportSecurityNotMet: "transport_security_not_met"
         case .certificateTransparencyNotMet: "certificate_transparency_not_met"
+        case .revokedByList: "revoked_by_list"
+        case .revocationsNeedChain: "revocations_need_chain"
         case .crlCheckFailed: "crl_check_failed"
         }
     }

@@ -140,6 +140,13 @@ public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible
                 ? "Call this host through PinStoreNIO (the pinned URLSession or PinningTLSVerifier), which see the validated chain."
                 : "Ask the partner for a certificate logged to the logs the signed list names, or add its logs to the list."
             return "\(host): the certificate does not meet Certificate Transparency: \(violation). " + remedy
+        case .revokedByList(let match):
+            return "\(host): the certificate at depth \(match.depth) of the validated chain is revoked by the signed list (\(match)), "
+                + "so the connection is refused whatever pin matches, in report-only mode too. The server needs a new certificate and key."
+        case .revocationsNeedChain:
+            return "\(host): the signed list revokes certificates or keys this adapter cannot rule out from the server's leaf alone, "
+                + "so the connection is refused rather than left unchecked. Call this host through PinStoreNIO (the pinned URLSession "
+                + "or PinningTLSVerifier), which see the validated chain, or mark the list's leaf revocations \"leaf\": true."
         case .crlCheckFailed(let failure):
             let remedy = failure.isRevoked
                 ? "The CA revoked it (a stolen key, mis-issuance): the partner must install a new certificate."

@@ -18,7 +18,7 @@ extension PinningFailure {
     /// `case .pinMismatch:` and `case .deniedKey:` also match a reason directly (through `~=`);
     /// what a reason carries is read through its accessors (``chainValidationError``,
     /// ``updateResult``, ``deniedKeyDepth``, ``transportSecurityViolation``,
-    /// ``certificateTransparencyViolation``), not by binding it in a pattern.
+    /// ``certificateTransparencyViolation``, ``listRevocation``), not by binding it in a pattern.
     public struct Reason: Sendable, Hashable, CustomStringConvertible {
         /// Which kind of reason this is, without what it carries. Compare against the static
         /// members; a minor release may add members.
@@ -45,6 +45,10 @@ extension PinningFailure {
             public static let transportSecurityNotMet = Code("transportSecurityNotMet")
             /// ``Reason/certificateTransparencyNotMet(_:)``.
             public static let certificateTransparencyNotMet = Code("certificateTransparencyNotMet")
+            /// ``Reason/revokedByList(_:)``.
+            public static let revokedByList = Code("revokedByList")
+            /// ``Reason/revocationsNeedChain``.
+            public static let revocationsNeedChain = Code("revocationsNeedChain")
             /// ``Reason/crlCheckFailed(_:)``.
             public static let crlCheckFailed = Code("crlCheckFailed")
 
@@ -64,6 +68,8 @@ extension PinningFailure {
             case deniedKey(depth: Int)
             case transportSecurityNotMet(TransportSecurityViolation)
             case certificateTransparencyNotMet(CertificateTransparencyViolation)
+            case revokedByList(ListRevocationMatch)
+            case revocationsNeedChain
             case crlCheckFailed(CRLCheckFailure)
         }
 
@@ -98,6 +104,15 @@ extension PinningFailure {
         public static func certificateTransparencyNotMet(_ violation: CertificateTransparencyViolation) -> Reason {
             Reason(.certificateTransparencyNotMet(violation))
         }
+        /// A certificate of the validated chain is revoked by the signed list's `revocations`
+        /// section (its key, the certificate itself, or its issuer key and serial number).
+        /// Checked right after the trust evaluation, before every other rule; never relaxed, not
+        /// even by report-only mode or a domainsConfig exemption.
+        public static func revokedByList(_ match: ListRevocationMatch) -> Reason { Reason(.revokedByList(match)) }
+        /// The signed list revokes certificates or keys that a leaf alone cannot rule out (a CA
+        /// key, say), and the adapter sees only the leaf (AsyncHTTPClient, the single-certificate
+        /// `validate` forms): refused rather than skipped. The failure's details say which.
+        public static let revocationsNeedChain = Reason(.revocationsNeedChain)
 
         /// The host is under a CRL check (``CRLCheckMode``) and a certificate of the validated
         /// chain is revoked by its CA, or its CRL could not be had (refused under
@@ -115,6 +130,8 @@ extension PinningFailure {
             case .deniedKey: .deniedKey
             case .transportSecurityNotMet: .transportSecurityNotMet
             case .certificateTransparencyNotMet: .certificateTransparencyNotMet
+            case .revokedByList: .revokedByList
+            case .revocationsNeedChain: .revocationsNeedChain
             case .crlCheckFailed: .crlCheckFailed
             }
         }
@@ -151,6 +168,12 @@ extension PinningFailure {
             return nil
         }
 
+        /// For ``revokedByList(_:)``: the entry that matched and where; nil otherwise.
+        public var listRevocation: ListRevocationMatch? {
+            if case .revokedByList(let match) = backing { return match }
+            return nil
+        }
+
         /// For ``crlCheckFailed(_:)``: the revoked certificate, or why its CRL was unavailable;
         /// nil otherwise.
         public var crlCheckFailure: CRLCheckFailure? {
@@ -166,8 +189,9 @@ extension PinningFailure {
             case .deniedKey(let depth): "deniedKey(depth: \(depth))"
             case .transportSecurityNotMet(let violation): "transportSecurityNotMet(\(violation))"
             case .certificateTransparencyNotMet(let violation): "certificateTransparencyNotMet(\(violation))"
+            case .revokedByList(let match): "revokedByList(\(match))"
+            case .pinMismatch, .hostNotExpected, .issuerPinsNeedChain, .revocationsNeedChain: code.name
             case .crlCheckFailed(let failure): "crlCheckFailed(\(failure))"
-            case .pinMismatch, .hostNotExpected, .issuerPinsNeedChain: code.name
             }
         }
 

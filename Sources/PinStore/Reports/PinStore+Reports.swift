@@ -85,6 +85,8 @@ extension PinningFailure.Reason {
         case .issuerPinsNeedChain: "issuer_pins_need_chain"
         case .deniedKey: "denied_key"
         case .certificateTransparencyNotMet: "certificate_transparency_not_met"
+        case .revokedByList: "revoked_by_list"
+        case .revocationsNeedChain: "revocations_need_chain"
         case .crlCheckFailed: "crl_check_failed"
         }
     }

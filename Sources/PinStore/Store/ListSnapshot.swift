@@ -12,6 +12,8 @@ struct ListSnapshot: Sendable {
     let domainsConfig: DomainsConfig?
     /// The signed Certificate Transparency section that came with the list.
     let certificateTransparency: CTLogList?
+    /// The signed `revocations` section that came with the list.
+    private(set) var revocations: ListRevocations? = nil
     /// The signed `crl` section that came with the list.
     private(set) var crl: CRLHostList? = nil
     /// The list's own `expires` (Unix seconds); `.max` when it has none.
@@ -29,6 +31,7 @@ struct ListSnapshot: Sendable {
     init(_ list: PinStore.StoredList?, generation: UInt64) {
         self.init(index: list?.index, domainsConfig: list?.domainsConfig, certificateTransparency: list?.certificateTransparency,
                   expires: list?.expires ?? .max, updatedAt: list?.updatedAt, generation: generation)
+        revocations = list?.revocations
         crl = list?.crl
     }
 
@@ -46,6 +49,7 @@ struct ListSnapshot: Sendable {
     func nextGeneration() -> ListSnapshot {
         var next = ListSnapshot(index: index, domainsConfig: domainsConfig, certificateTransparency: certificateTransparency,
                                 expires: expires, updatedAt: updatedAt, generation: generation &+ 1)
+        next.revocations = revocations
         next.crl = crl
         return next
     }

@@ -81,13 +81,23 @@ final class PinIndex: Sendable {
     @inline(__always)
     @discardableResult
     func forEachPin(matching host: String, _ body: (Pin) -> Bool) -> Bool {
+        var none: Void = ()
+        return forEachPin(matching: host, updating: &none) { pin, _ in body(pin) }
+    }
+
+    /// ``forEachPin(matching:_:)`` for a `body` that records what it saw in `state`: the hot
+    /// path's form. A closure that wrote to captured local variables instead paid a dynamic
+    /// exclusivity check (swift_beginAccess) per write; an `inout` is checked at compile time.
+    @inline(__always)
+    @discardableResult
+    func forEachPin<State>(matching host: String, updating state: inout State, _ body: (Pin, inout State) -> Bool) -> Bool {
         func lookUp(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
-            if exact.firstPin(named: name, where: body) { return true }
+            if exact.firstPin(named: name, where: { body($0, &state) }) { return true }
             guard !wildcard.isEmpty, let dot = name.firstIndex(of: UInt8(ascii: ".")) else { return false }
             // "*.com"-style entries would need a parent with a dot of its own to be sane, but the
             // list decides what it pins; an empty parent never matches.
             let parent = UnsafeBufferPointer(rebasing: name[(dot + 1)...])
-            return !parent.isEmpty && wildcard.firstPin(named: parent, where: body)
+            return !parent.isEmpty && wildcard.firstPin(named: parent, where: { body($0, &state) })
         }
         // Native strings are contiguous UTF-8; a bridged one is copied once.
         return host.utf8.withContiguousStorageIfAvailable(lookUp) ?? Array(host.utf8).withUnsafeBufferPointer(lookUp)

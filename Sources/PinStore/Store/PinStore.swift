@@ -213,6 +213,8 @@ public final class PinStore: Sendable {
         var domainsConfig: DomainsConfig? = nil
         /// The signed Certificate Transparency section (``CTLogList``), when a signature covers it.
         var certificateTransparency: CTLogList? = nil
+        /// The signed `revocations` section (``ListRevocations``), when a signature covers it.
+        var revocations: ListRevocations? = nil
         /// The signed `crl` section (``CRLHostList``), when a signature covers it.
         var crl: CRLHostList? = nil
     }
@@ -238,6 +240,8 @@ public final class PinStore: Sendable {
         var certificateTransparency: CTLogList? = nil
         /// The signed whole-list `expires` (Unix seconds), when it has one.
         var expires: Int64? = nil
+        /// The signed `revocations` section, re-derived from the body on every load.
+        var revocations: ListRevocations? = nil
         /// The signed `crl` section, re-derived from the body on every load.
         var crl: CRLHostList? = nil
     }

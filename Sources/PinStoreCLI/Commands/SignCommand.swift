@@ -40,6 +40,17 @@ struct SignCommand: AsyncParsableCommand {
             the key of a CA certificate for --name ("pin": "ca-spki"): any leaf under that CA is \
             accepted. Both need the whole-list signature (PinStore drops key pins that no signature \
             covers), so they cannot be combined with --no-list-signature.
+
+            --revoke-key and --revoke-cert add a "revocations" section: every store refuses a chain \
+            holding a revoked key or certificate, whatever pin matches, in report-only mode too. \
+            --revoke-key takes a certificate file (its key) or a Base64 SPKI SHA-256; --revoke-cert \
+            a certificate file (the certificate's SHA-256, and, when the file holds its issuer next \
+            as a chain file does, also its issuer key and serial number, which catch another \
+            encoding of the same certificate). An entry made from a certificate that cannot issue \
+            others is marked "leaf", which lets AsyncHTTPClient (leaf only) rule it out; a CA key or \
+            a bare digest makes AsyncHTTPClient refuse what it cannot check. Needs the whole-list \
+            signature. Example:
+              pinstore sign --key list-signing.key.pem --ca issuing-ca.pem --name api.example.com --revoke-cert stolen-leaf.pem
             """
     )
 
@@ -94,6 +105,12 @@ struct SignCommand: AsyncParsableCommand {
     @Option(help: "Where to write the list (default: standard output).")
     var out: String?
 
+    @Option(parsing: .upToNextOption, help: "Keys to revoke for every host: a certificate file (its key) or a Base64 SPKI SHA-256.")
+    var revokeKey: [String] = []
+
+    @Option(parsing: .upToNextOption, help: "Certificate files whose first certificate to revoke for every host (its SHA-256; with its issuer next in the file, also issuer key and serial).")
+    var revokeCert: [String] = []
+
     func validate() throws {
         if key.isEmpty {
             throw ValidationError("Give at least one --key.")
@@ -109,6 +126,9 @@ struct SignCommand: AsyncParsableCommand {
         }
         if noListSignature, key.count > 1 || listVersion != nil || listExpires != nil || certificateTransparency != nil {
             throw ValidationError("Several --key, --list-version, --list-expires and --certificate-transparency need the whole-list signature.")
+        }
+        if noListSignature, !revokeKey.isEmpty || !revokeCert.isEmpty {
+            throw ValidationError("--revoke-key and --revoke-cert need the whole-list signature: stores refuse a revocations section no signature covers.")
         }
         if (spki || !ca.isEmpty), noListSignature {
             throw ValidationError("--spki and --ca need the whole-list signature: PinStore drops key pins that no signature covers.")
@@ -167,12 +187,14 @@ struct SignCommand: AsyncParsableCommand {
             Console.printError("warning: the entry for \(item.name) expired at \(UnixTime.iso8601(item.expires)); clients will ignore it")
         }
         let section = try certificateTransparency.map { try InputFiles.data($0, what: "certificateTransparency section") }
+        let revocations = try revocationEntries()
         let json: Data
         do {
             let listTimestamp = noListSignature ? nil : try timestamp.map { try UnixTime.parse($0, option: "--timestamp") } ?? now
             let listExpiry = try listExpires.map { try UnixTime.parse($0, option: "--list-expires") }
             json = try FingerprintListSigner(privateKey: signingKeys[0], additionalKeys: Array(signingKeys.dropFirst()))
-                .staticList(entries, timestamp: listTimestamp, version: listVersion, expires: listExpiry, certificateTransparency: section)
+                .staticList(entries, timestamp: listTimestamp, version: listVersion, expires: listExpiry, certificateTransparency: section,
+                            revocations: revocations)
         } catch {
             throw CLIError("signing", error)
         }
@@ -182,6 +204,36 @@ struct SignCommand: AsyncParsableCommand {
         } else {
             Console.write(json)
         }
+    }
+
+    /// The `revocations` section of --revoke-key and --revoke-cert, in the order given.
+    private func revocationEntries() throws -> [ListRevocations.Wire] {
+        var revocations: [ListRevocations.Wire] = []
+        func certificates(_ path: String) throws -> [X509Certificate] {
+            let data = try InputFiles.data(path, what: "certificate file")
+            do {
+                return try X509Certificate.certificates(fileContents: data)
+            } catch {
+                throw CLIError("reading \(path)", error)
+            }
+        }
+        for value in revokeKey {
+            if let digest = Data(base64Encoded: value), digest.count == 32, digest.base64EncodedString() == value {
+                revocations.append(.key(spkiSHA256: digest))
+            } else if FileManager.default.fileExists(atPath: value) {
+                revocations.append(.key(of: try certificates(value)[0]))
+            } else {
+                throw CLIError("--revoke-key \(value): neither a certificate file nor the Base64 of a 32-byte SPKI SHA-256")
+            }
+        }
+        for path in revokeCert {
+            let chain = try certificates(path)
+            revocations.append(.certificate(chain[0]))
+            if chain.count > 1 {
+                revocations.append(.issuerSerial(of: chain[0], issuerKeySHA256: try Self.spkiDigest(chain[1])))
+            }
+        }
+        return revocations
     }
 
     /// `entry` as a key pin on `certificate` with --spki; unchanged otherwise.

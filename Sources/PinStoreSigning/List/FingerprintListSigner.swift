@@ -68,6 +68,14 @@ public struct FingerprintListSigner: Sendable {
     public func staticList(_ entries: [FingerprintEntry], timestamp: Int64? = nil,
                            version: Int64? = nil, expires: Int64? = nil,
                            certificateTransparency: Data? = nil) throws(PinStoreError) -> Data {
+        try staticList(entries, timestamp: timestamp, version: version, expires: expires, certificateTransparency: certificateTransparency,
+                       revocations: [])
+    }
+
+    /// ``staticList(_:timestamp:version:expires:certificateTransparency:)`` carrying a
+    /// `revocations` section (``ListRevocations``), which needs the whole-list signature too.
+    package func staticList(_ entries: [FingerprintEntry], timestamp: Int64?, version: Int64?, expires: Int64?,
+                            certificateTransparency: Data?, revocations: [ListRevocations.Wire]) throws(PinStoreError) -> Data {
         var lines: [String] = []
         lines.reserveCapacity(entries.count)
         for entry in entries {
@@ -75,8 +83,8 @@ public struct FingerprintListSigner: Sendable {
             lines.append(Self.entryObject(entry, signature: signature))
         }
         guard let timestamp else {
-            if version != nil || expires != nil || !additionalKeys.isEmpty || certificateTransparency != nil {
-                throw PinStoreError(.invalidListData, "A list version, expiry, Certificate Transparency section or several signing keys need the whole-list signature; sign with a timestamp.")
+            if version != nil || expires != nil || !additionalKeys.isEmpty || certificateTransparency != nil || !revocations.isEmpty {
+                throw PinStoreError(.invalidListData, "A list version, expiry, Certificate Transparency section, revocations or several signing keys need the whole-list signature; sign with a timestamp.")
             }
             // Clients drop key pins that no whole-list signature covers (the per-entry signature
             // does not cover the `pin` member): refuse to make a list that would pin nothing.
@@ -88,7 +96,7 @@ public struct FingerprintListSigner: Sendable {
             return json
         }
         let unsigned = try Self.unsignedStaticList(entryLines: lines, timestamp: timestamp, version: version, expires: expires,
-                                                   certificateTransparency: certificateTransparency,
+                                                   certificateTransparency: certificateTransparency, revocations: revocations,
                                                    labelledSignatures: !additionalKeys.isEmpty)
         return try WholeListSignature.sign(unsigned, with: [privateKey] + additionalKeys)
     }
@@ -101,14 +109,16 @@ public struct FingerprintListSigner: Sendable {
     /// Checked with the clients' parser like ``staticList(_:timestamp:version:expires:certificateTransparency:)``.
     package static func unsignedStaticList(_ entries: [(entry: FingerprintEntry, signature: Data)], timestamp: Int64,
                                            version: Int64?, expires: Int64?, certificateTransparency: Data?,
+                                           revocations: [ListRevocations.Wire] = [],
                                            labelledSignatures: Bool) throws(PinStoreError) -> Data {
         try unsignedStaticList(entryLines: entries.map { entryObject($0.entry, signature: $0.signature) }, timestamp: timestamp,
                                version: version, expires: expires, certificateTransparency: certificateTransparency,
-                               labelledSignatures: labelledSignatures)
+                               revocations: revocations, labelledSignatures: labelledSignatures)
     }
 
     private static func unsignedStaticList(entryLines lines: [String], timestamp: Int64, version: Int64?, expires: Int64?,
-                                           certificateTransparency: Data?, labelledSignatures: Bool) throws(PinStoreError) -> Data {
+                                           certificateTransparency: Data?, revocations: [ListRevocations.Wire],
+                                           labelledSignatures: Bool) throws(PinStoreError) -> Data {
         var members = ["\"\(WholeListSignature.member)\": \"\""]
         if labelledSignatures { members.append("\"\(WholeListSignature.extraMember)\": []") }
         if let version { members.append("\"version\": \(version)") }
@@ -116,6 +126,7 @@ public struct FingerprintListSigner: Sendable {
         if let certificateTransparency {
             members.append("\"certificateTransparency\": \(String(decoding: try CertificateTransparencyTools.checkedSection(certificateTransparency), as: UTF8.self))")
         }
+        if let section = try revocationsMember(revocations) { members.append(section) }
         members.append("\"timestamp\": \(timestamp)")
         let unsigned = document(members: members, entryLines: lines)
         try checkClientsAccept(unsigned)
@@ -128,6 +139,14 @@ public struct FingerprintListSigner: Sendable {
     public static func challengeModeBody(_ entries: [FingerprintEntry], timestamp: Int64,
                                          version: Int64? = nil, expires: Int64? = nil,
                                          certificateTransparency: Data? = nil) throws(PinStoreError) -> Data {
+        try challengeModeBody(entries, timestamp: timestamp, version: version, expires: expires,
+                              certificateTransparency: certificateTransparency, revocations: [])
+    }
+
+    /// ``challengeModeBody(_:timestamp:version:expires:certificateTransparency:)`` carrying a
+    /// `revocations` section (``ListRevocations``), covered by the response signature.
+    package static func challengeModeBody(_ entries: [FingerprintEntry], timestamp: Int64, version: Int64?, expires: Int64?,
+                                          certificateTransparency: Data?, revocations: [ListRevocations.Wire]) throws(PinStoreError) -> Data {
         let lines = entries.map { entryObject($0, signature: nil) }
         var members: [String] = []
         if let version { members.append("\"version\": \(version)") }
@@ -135,6 +154,7 @@ public struct FingerprintListSigner: Sendable {
         if let certificateTransparency {
             members.append("\"certificateTransparency\": \(String(decoding: try CertificateTransparencyTools.checkedSection(certificateTransparency), as: UTF8.self))")
         }
+        if let section = try revocationsMember(revocations) { members.append(section) }
         members.append("\"timestamp\": \(timestamp)")
         let json = document(members: members, entryLines: lines)
         try checkClientsAccept(json)
@@ -187,6 +207,23 @@ public struct FingerprintListSigner: Sendable {
             members.append("\"signature\": \(jsonString(signature.base64EncodedString()))")
         }
         return "{" + members.joined(separator: ", ") + "}"
+    }
+
+    /// `"revocations": [...]`, one entry per line; nil for none (the member is left out, so a
+    /// list without revocations is byte for byte what it was before the section existed).
+    private static func revocationsMember(_ revocations: [ListRevocations.Wire]) throws(PinStoreError) -> String? {
+        guard !revocations.isEmpty else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+        var lines: [String] = []
+        for revocation in revocations {
+            do {
+                lines.append(String(decoding: try encoder.encode(revocation), as: UTF8.self))
+            } catch {
+                throw PinStoreError(.invalidListData, "A revocation could not be written as JSON: \(error)")
+            }
+        }
+        return "\"revocations\": [\n    " + lines.joined(separator: ",\n    ") + "\n  ]"
     }
 
     private static func document(members: [String], entryLines: [String]) -> Data {

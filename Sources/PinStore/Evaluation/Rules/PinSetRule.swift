@@ -25,23 +25,14 @@ struct PinSetRule: PinningRule {
 
     func check(_ connection: PinningContext) -> PinningRuleResult {
         let host = connection.host.text
-        var listApplies = false
-        var unprovable = false
-        // The downloaded list, then the fallback. A function rather than a loop over
-        // `[list, fallback]`: that array cost a heap allocation per decision.
-        func matches(in index: PinIndex?) -> Bool {
-            guard let index, !index.isEmpty else { return false }
-            return index.forEachPin(matching: host) { pin in
-                guard connection.now < pin.expires else { return false }
-                listApplies = true
-                switch connection.evidence.matches(pin.kind, digest: pin.fingerprint) {
-                case true?: return true
-                case nil: unprovable = true; return false
-                case false?: return false
-                }
-            }
+        // The downloaded list, then the fallback (not a loop over `[list, fallback]`: that
+        // array cost a heap allocation per decision).
+        var seen = ListPinsSeen()
+        if Self.matches(in: connection.list, connection, &seen) || Self.matches(in: connection.fallback, connection, &seen) {
+            return .pinned
         }
-        if matches(in: connection.list) || matches(in: connection.fallback) { return .pinned }
+        let listApplies = seen.applies
+        var unprovable = seen.unprovable
         let selection = staticPins.policies.isEmpty ? nil : staticPins.selection(for: host, now: connection.now)
         if let policy = selection?.policy {
             switch policy.admits(connection.evidence) {
@@ -58,6 +49,30 @@ struct PinSetRule: PinningRule {
         }
         return .failsRule(unprovable ? .issuerPinsNeedChain : .pinMismatch,
                           enforcing: (listApplies && listEnforced) || policyEnforces, relaxable: true)
+    }
+
+    /// What the list's pins for a host showed.
+    private struct ListPinsSeen {
+        /// An unexpired pin applies to the host.
+        var applies = false
+        /// A pin applies that what the connection shows cannot prove either way.
+        var unprovable = false
+    }
+
+    /// Whether an unexpired pin of `index` for the host matches; records in `seen` what applied.
+    /// What it saw goes through an `inout`, checked at compile time: variables captured and
+    /// written by the closure cost a dynamic exclusivity check (swift_beginAccess) each.
+    private static func matches(in index: PinIndex?, _ connection: PinningContext, _ seen: inout ListPinsSeen) -> Bool {
+        guard let index, !index.isEmpty else { return false }
+        return index.forEachPin(matching: connection.host.text, updating: &seen) { pin, seen in
+            guard connection.now < pin.expires else { return false }
+            seen.applies = true
+            switch connection.evidence.matches(pin.kind, digest: pin.fingerprint) {
+            case true?: return true
+            case nil: seen.unprovable = true; return false
+            case false?: return false
+            }
+        }
     }
 
     /// The list's and the fallback's exact names, and every policy's domain: a host there may

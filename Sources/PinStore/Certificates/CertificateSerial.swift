@@ -1,0 +1,69 @@
+import Foundation
+internal import COpenSSL
+
+/// A certificate's serial number as its DER INTEGER says: the sign and the magnitude, without
+/// leading zero bytes (OpenSSL refuses a non-minimal INTEGER, so two certificates with the same
+/// serial always compare equal here). Written as `openssl x509 -serial` prints it: uppercase
+/// hex, a leading `-` for a negative serial (not allowed by RFC 5280, but parsed by OpenSSL).
+package struct CertificateSerial: Sendable, Hashable, CustomStringConvertible {
+    let negative: Bool
+    /// Big-endian, no leading zero byte; empty for zero.
+    let magnitude: [UInt8]
+
+    /// The most octets read: RFC 5280 allows 20; a few CAs wrote more, and no real one 64.
+    static let maximumOctets = 64
+
+    /// Reads the hex form (`0A1B2C`, any case, an even or odd number of digits, an optional
+    /// leading `-`; `:` separators as `openssl x509 -text` prints them are accepted).
+    package init(hex text: String) throws(PinStoreError) {
+        var digits = Substring(text)
+        let negative = digits.first == "-"
+        if negative { digits = digits.dropFirst() }
+        let hex = digits.filter { $0 != ":" }
+        guard !hex.isEmpty, hex.allSatisfy(\.isHexDigit), hex.allSatisfy(\.isASCII) else {
+            throw PinStoreError(.invalidListData, "serial \(String(reflecting: text)) is not a hexadecimal serial number (as `openssl x509 -serial` prints it).")
+        }
+        var bytes: [UInt8] = []
+        var pending = hex.count % 2 == 1 ? "0" + hex : hex
+        while !pending.isEmpty {
+            bytes.append(UInt8(pending.prefix(2), radix: 16)!)
+            pending.removeFirst(2)
+        }
+        let magnitude = Array(bytes.drop { $0 == 0 })
+        guard magnitude.count <= Self.maximumOctets else {
+            throw PinStoreError(.invalidListData, "serial \(String(reflecting: text)) is \(magnitude.count) octets; at most \(Self.maximumOctets) are read.")
+        }
+        self.negative = negative && !magnitude.isEmpty
+        self.magnitude = magnitude
+    }
+
+    /// The serial of the DER certificate `der`; nil when it does not parse.
+    init?(certificate der: Data) {
+        guard let handle = try? X509Handle(der: der), let serial = handle.serialNumber else { return nil }
+        self = serial
+    }
+
+    init(negative: Bool, magnitude: some Sequence<UInt8>) {
+        let trimmed = Array(magnitude.drop { $0 == 0 })
+        self.negative = negative && !trimmed.isEmpty
+        self.magnitude = trimmed
+    }
+
+    /// Uppercase hex, as `openssl x509 -serial` prints it (`00` for zero).
+    package var description: String {
+        let hex = magnitude.isEmpty ? "00" : magnitude.map { String(format: "%02X", $0) }.joined()
+        return negative ? "-" + hex : hex
+    }
+}
+
+extension X509Handle {
+    /// The serial number, read by OpenSSL (its INTEGER's content octets are the magnitude; the
+    /// sign is in the string's type).
+    var serialNumber: CertificateSerial? {
+        guard let integer = X509_get0_serialNumber(pointer) else { return nil }
+        let length = Int(ASN1_STRING_length(integer))
+        guard length >= 0, let bytes = ASN1_STRING_get0_data(integer) else { return nil }
+        let negative = ASN1_STRING_type(integer) & V_ASN1_NEG != 0
+        return CertificateSerial(negative: negative, magnitude: UnsafeBufferPointer(start: bytes, count: length))
+    }
+}
