@@ -70,12 +70,24 @@ public struct TestPKI: Sendable {
     ///   - hosts: DNS names (letters, digits, `-`, `.`, and `*` for a wildcard label); at least one.
     ///     The first is also the leaves' common name.
     ///   - validity: When the leaves are valid; by default from an hour ago for 30 days.
+    /// - Throws: ``PinStoreTestingError`` when a name is unusable or an OpenSSL call fails.
+    public init(hosts: [String], validity: DateInterval = TestPKI.defaultValidity()) throws(PinStoreTestingError) {
+        try self.init(hosts: hosts, validity: validity, crlBaseURL: nil)
+    }
+
+    /// Makes a root, an intermediate, a leaf for `hosts` and an impostor, whose certificates
+    /// name CRL distribution points under `crlBaseURL`.
+    ///
+    /// - Parameters:
+    ///   - hosts: DNS names (letters, digits, `-`, `.`, and `*` for a wildcard label); at least one.
+    ///     The first is also the leaves' common name.
+    ///   - validity: When the leaves are valid; by default from an hour ago for 30 days.
     ///   - crlBaseURL: When given, the certificates name CRL distribution points under it:
     ///     the intermediate `<base>/root.crl`, every leaf `<base>/intermediate.crl`
-    ///     (``rootCRLURL``, ``intermediateCRLURL``; serve ``crl(by:revoking:thisUpdate:nextUpdate:)``
-    ///     there). None by default.
+    ///     (``rootCRLURL``, ``intermediateCRLURL``; serve ``crl(by:revoking:thisUpdate:nextUpdate:otherEntries:)``
+    ///     there, with ``TestCRLServer``). nil: none.
     /// - Throws: ``PinStoreTestingError`` when a name is unusable or an OpenSSL call fails.
-    public init(hosts: [String], validity: DateInterval = TestPKI.defaultValidity(), crlBaseURL: URL? = nil) throws(PinStoreTestingError) {
+    public init(hosts: [String], validity: DateInterval = TestPKI.defaultValidity(), crlBaseURL: URL?) throws(PinStoreTestingError) {
         try Self.checkNames(hosts)
         let caValidity = DateInterval(start: validity.start.addingTimeInterval(-Self.caMargin),
                                       end: validity.end.addingTimeInterval(Self.caMargin))

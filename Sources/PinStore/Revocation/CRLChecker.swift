@@ -332,7 +332,12 @@ final class CRLChecker: Sendable {
             if entries.count >= Self.entryLimit, entries[key] == nil { entries.removeAll(keepingCapacity: true) }
             entries[key] = entry
         }
+        cached.signal()
     }
+
+    /// Signalled whenever a CRL is cached: the refresh loop of a store that holds none waits for
+    /// it instead of waking on the clock.
+    let cached = CRLCacheSignal()
 
     /// Whether `crl` should be fetched again: within ``refreshMargin`` (or half its lifetime)
     /// of its `nextUpdate`.
@@ -426,5 +431,40 @@ final class CRLChecker: Sendable {
         }
 
         func record(_ outcome: Outcome) { checks[outcome.rawValue]?.increment() }
+    }
+}
+
+/// Wakes whoever waits (``PinStore/run()``'s CRL refresh loop) when a CRL is cached. Any number
+/// of waiters; a cancelled wait returns at once.
+final class CRLCacheSignal: Sendable {
+    private let waiters = Locked<(next: Int, continuations: [Int: CheckedContinuation<Void, Never>])>((0, [:]))
+
+    /// Returns at the next ``signal()``, or when the task is cancelled.
+    func wait() async {
+        let id = waiters.withLock { state -> Int in
+            state.next += 1
+            return state.next
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = waiters.withLock { state -> Bool in
+                    if Task.isCancelled { return true }
+                    state.continuations[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            waiters.withLock { $0.continuations.removeValue(forKey: id) }?.resume()
+        }
+    }
+
+    /// Wakes every waiter.
+    func signal() {
+        let woken = waiters.withLock { state -> [CheckedContinuation<Void, Never>] in
+            defer { state.continuations.removeAll() }
+            return Array(state.continuations.values)
+        }
+        for continuation in woken { continuation.resume() }
     }
 }

@@ -234,14 +234,22 @@ struct CRLSubject: Sendable {
     /// The subject of `der` (whose SHA-256 is `fingerprint`); nil when it cannot be read.
     static func of(_ der: Data, fingerprint: Digest32) -> CRLSubject? {
         if let known = cache.withLock({ $0[fingerprint] }) { return known }
-        guard let handle = try? X509Handle(der: der),
-              let serial = CertificateRevocationList.integerDER(X509_get0_serialNumber(handle.pointer)) else { return nil }
-        let subject = CRLSubject(urls: distributionPoints(handle), serial: serial, isAuthority: X509_check_ca(handle.pointer) != 0)
+        guard let subject = read(der) else { return nil }
         cache.withLock { cache in
             if cache.count >= cacheLimit { cache.removeAll(keepingCapacity: true) }
             cache[fingerprint] = subject
         }
         return subject
+    }
+
+    /// The subject of `der`, read by OpenSSL (uncached); nil when it is not a certificate.
+    static func read(_ der: Data) -> CRLSubject? {
+        guard der.first == 0x30, let handle = try? X509Handle(der: der),
+              let serial = CertificateRevocationList.integerDER(X509_get0_serialNumber(handle.pointer)) else {
+            OpenSSLErrorQueue.clear()
+            return nil
+        }
+        return CRLSubject(urls: distributionPoints(handle), serial: serial, isAuthority: X509_check_ca(handle.pointer) != 0)
     }
 
     /// The `http:` full names of the certificate's CRL distribution points. Points that name a

@@ -35,7 +35,9 @@ extension PinStore: Service {
     }
 
     /// The CRL refresh loop: fetches what ``CRLChecker/refreshPlan(now:)`` says is due, sleeps
-    /// until the next one (at most a minute), until cancelled.
+    /// until the next one (at most a minute, so a CRL cached meanwhile is planned), until
+    /// cancelled. With no CRL cached it waits for one, off the clock: a store without CRLs
+    /// never wakes for them.
     func refreshCRLs() async {
         while !Task.isCancelled {
             let now = clock.now()
@@ -44,7 +46,11 @@ extension PinStore: Service {
                 await crl.refresh(plan.due)
                 continue
             }
-            let wake = min(plan.nextWake.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? .distantFuture, now.addingTimeInterval(60))
+            guard let next = plan.nextWake else {
+                await crl.cached.wait()
+                continue
+            }
+            let wake = min(Date(timeIntervalSince1970: TimeInterval(next)), now.addingTimeInterval(60))
             do {
                 try await clock.sleep(until: wake)
             } catch {
