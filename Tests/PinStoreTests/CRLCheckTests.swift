@@ -202,3 +202,35 @@ import Testing
         return CertificateRevocationList.thisUpdateForTests(der)
     }
 }
+
+/// ``PinStore/run()`` fetches a cached CRL again before its `nextUpdate`, on the injected clock
+/// (no sleep): the CRL server counts the second download.
+@Suite struct CRLRefreshThroughRunTests {
+    @Test(.timeLimit(.minutes(1)))
+    func runFetchesACachedCRLAgainBeforeItsNextUpdate() async throws {
+        let clock = ManualClock.inValidPeriod()
+        let crls = try await TestCRLServer.start()
+        defer { Task { try? await crls.shutdown() } }
+        let pki = try TestPKI(hosts: ["localhost"], crlBaseURL: crls.baseURL)
+        let start = clock.now()
+        // Current for two hours of the manual clock: due for a refresh an hour before that.
+        crls.serve(.crl(try pki.crl(by: .intermediate, thisUpdate: start.addingTimeInterval(-60), nextUpdate: start.addingTimeInterval(7_200))),
+                   at: "intermediate.crl")
+        var configuration = PinStore.Configuration(serviceURL: URL(string: "http://127.0.0.1:1/list.json")!, publicKey: try TestListSigningKey().publicKeyBase64,
+                                                   storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-crl-run-\(UUID().uuidString)"))
+        configuration.crlMode = .enforce
+        let store = try PinStore(configuration: configuration, fetcher: URLSessionListFetcher(), clock: clock)
+        let issuer = pki.intermediate
+        await store.crl.load(url: try #require(pki.intermediateCRLURL), issuer: issuer.derRepresentation,
+                             issuerKey: Digest32(SHA256Digest.hash(issuer.subjectPublicKeyInfo))!)
+        #expect(crls.requestCount(for: "intermediate.crl") == 1)
+        let service = Task { try await store.run() }
+        defer { service.cancel() }
+        // Past the refresh time: run() wakes (at most a minute of the manual clock at a time) and fetches.
+        for _ in 0..<200 where crls.requestCount(for: "intermediate.crl") < 2 {
+            clock.advance(60)
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        #expect(crls.requestCount(for: "intermediate.crl") == 2)
+    }
+}
