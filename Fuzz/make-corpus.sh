@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=Fuzz/corpus
 rm -rf "$corpus"
-mkdir -p "$corpus"/{list,public-key,certificate,store-file,host-name,info-plist,network-security-config,sct-list,key-documents}
+mkdir -p "$corpus"/{list,public-key,certificate,store-file,host-name,info-plist,network-security-config,sct-list,key-documents,crl}
 
 cp Fixtures/lists/*.json "$corpus/list/"
 # The layout `pinstore sign` writes for a whole-list signature (values left empty: the
@@ -116,3 +116,32 @@ write("chain-skipped-2", {"keyDocuments": [v3]})
 write("envelope-2", v2)
 PY
 echo "seed corpus written to $corpus"
+
+# CRLs signed by the fixture intermediate (what the crl target verifies against): empty, with
+# revoked entries, and with a delta-CRL indicator; made by `openssl ca -gencrl` in a scratch CA.
+crlwork="$(mktemp -d)"
+trap 'rm -rf "$crlwork"' EXIT
+touch "$crlwork/index.txt"
+echo 1000 > "$crlwork/crlnumber"
+printf 'V\t300101000000Z\t\t0A\tunknown\t/CN=a\nR\t300101000000Z\t250101000000Z\t0B\tunknown\t/CN=b\n' > "$crlwork/revoked.txt"
+cat > "$crlwork/ca.cnf" <<CNF
+[ca]
+default_ca = fixture
+[fixture]
+database = \$ENV::CRL_INDEX
+crlnumber = $crlwork/crlnumber
+default_md = sha256
+default_crl_days = 30
+[delta]
+2.5.29.27 = critical,DER:02:01:01
+CNF
+for name in empty revoked; do
+    index="$crlwork/index.txt"; [ "$name" = revoked ] && index="$crlwork/revoked.txt"
+    CRL_INDEX="$index" openssl ca -config "$crlwork/ca.cnf" -gencrl -keyfile Fixtures/pki/intermediate-ca.key.pem \
+        -cert Fixtures/pki/intermediate-ca.pem -out "$crlwork/$name.pem" 2>/dev/null
+    openssl crl -in "$crlwork/$name.pem" -outform DER -out "$corpus/crl/$name.der"
+done
+CRL_INDEX="$crlwork/revoked.txt" openssl ca -config "$crlwork/ca.cnf" -gencrl -crlexts delta -keyfile Fixtures/pki/intermediate-ca.key.pem \
+    -cert Fixtures/pki/intermediate-ca.pem -out "$crlwork/delta.pem" 2>/dev/null
+openssl crl -in "$crlwork/delta.pem" -outform DER -out "$corpus/crl/delta.der"
+cp Fixtures/pki/intermediate-ca.der "$corpus/crl/certificate.der"

@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 seconds="${1:-10}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(list public-key certificate store-file host-name info-plist network-security-config sct-list key-documents)
+[ ${#targets[@]} -gt 0 ] || targets=(list public-key certificate store-file host-name info-plist network-security-config sct-list key-documents crl)
 
 # --sanitize makes SwiftPM link libFuzzer's main; -Xswiftc instruments the dependencies too
 # (PinStore itself: --sanitize alone reaches only this package's own target).

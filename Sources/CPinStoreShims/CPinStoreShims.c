@@ -51,3 +51,9 @@ void CPinStoreShims_malloc_trim(void) {
 __attribute__((constructor)) static void CPinStoreShims_initializeOpenSSLWithoutExitCleanup(void) {
     OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
 }
+
+int CPinStoreShims_sk_DIST_POINT_num(const STACK_OF(DIST_POINT) *stack) { return sk_DIST_POINT_num(stack); }
+DIST_POINT *CPinStoreShims_sk_DIST_POINT_value(const STACK_OF(DIST_POINT) *stack, int index) { return sk_DIST_POINT_value(stack, index); }
+
+int CPinStoreShims_sk_X509_REVOKED_num(const STACK_OF(X509_REVOKED) *stack) { return sk_X509_REVOKED_num(stack); }
+X509_REVOKED *CPinStoreShims_sk_X509_REVOKED_value(const STACK_OF(X509_REVOKED) *stack, int index) { return sk_X509_REVOKED_value(stack, index); }

@@ -110,7 +110,8 @@ extension HTTPClient.Configuration {
     ///   cannot meet the transport minimums, or when AsyncHTTPClient would not do TLS on
     ///   `eventLoopGroup` through swift-nio-ssl (``PinnedHTTPClientError/Code/unsupportedEventLoopGroup``),
     ///   or when the store requires Certificate Transparency for every host
-    ///   (``PinnedHTTPClientError/Code/certificateTransparencyNeedsChain``).
+    ///   (``PinnedHTTPClientError/Code/certificateTransparencyNeedsChain``), or checks CRLs for
+    ///   every host (``PinnedHTTPClientError/Code/crlNeedsChain``).
     public mutating func pin(with store: PinStore, eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
                              trustRoots: TrustRoots? = nil,
                              updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
@@ -121,6 +122,11 @@ extension HTTPClient.Configuration {
         if store.configuration.certificateTransparency != .off
             || store.configuration.transportSecurityExceptions.contains(where: \.requiresCertificateTransparency) {
             throw .certificateTransparencyNeedsChain
+        }
+        // The same for CRLs; hosts the signed list's crl section names are refused (or
+        // reported, under reportOnly) per connection by the CRL rule.
+        if store.configuration.crlMode != .off {
+            throw .crlNeedsChain
         }
         if let trustRoots {
             var tls = tlsConfiguration ?? .makeClientConfiguration()

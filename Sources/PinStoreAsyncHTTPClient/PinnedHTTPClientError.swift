@@ -51,6 +51,10 @@ public struct PinnedHTTPClientError: Error, Sendable, Hashable, CustomStringConv
         /// AsyncHTTPClient shows only the leaf: the SCTs are signed over the issuer, which the
         /// pinned client never sees, so CT could not be checked.
         public static let certificateTransparencyNeedsChain = Code("certificateTransparencyNeedsChain")
+        /// The store checks CRLs for every host (its configuration's `crlMode` is not `.off`),
+        /// and AsyncHTTPClient shows only the leaf: a CRL is verified with the issuer's key,
+        /// which the pinned client never sees.
+        public static let crlNeedsChain = Code("crlNeedsChain")
     }
 
     /// What went wrong.
@@ -92,6 +96,12 @@ public struct PinnedHTTPClientError: Error, Sendable, Hashable, CustomStringConv
             + "leaf certificate: the SCTs are signed over the issuer's key, so they cannot be checked here and would be refused "
             + "on every connection. Call those hosts through PinStoreNIO (URLSession(configuration: .pinned(by:)) or "
             + "PinningTLSVerifier), or use a store whose CT comes per host from the signed list for hosts this client never calls.")
+
+    static let crlNeedsChain = PinnedHTTPClientError(.crlNeedsChain,
+        "The store checks CRLs for every host (Configuration.crlMode is not .off), and AsyncHTTPClient exposes only the "
+            + "server's leaf certificate: a CRL is verified with the issuer's key, so it cannot be checked here and every "
+            + "connection would be refused. Call those hosts through PinStoreNIO (URLSession(configuration: .pinned(by:)) or "
+            + "PinningTLSVerifier), or name the hosts that need CRLs in the signed list's crl section.")
 
     static func invalidTrustRoots(_ error: any Error) -> PinnedHTTPClientError {
         PinnedHTTPClientError(.invalidTrustRoots,

@@ -25,6 +25,7 @@ struct PinStoreCommand: AsyncParsableCommand {
             SignCommand.self,
             KeysCommand.self,
             CertificateTransparencyCommand.self,
+            RevocationCommand.self,
             VerifyCommand.self,
             ServeCommand.self,
             PublishCommand.self,

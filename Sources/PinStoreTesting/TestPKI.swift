@@ -59,6 +59,10 @@ public struct TestPKI: Sendable {
     /// The intermediate as a CA that can issue more leaves (``issueLeaf(for:validity:)``, and
     /// leaves with embedded SCTs).
     let issuer: Authority
+    /// The root as a CA (it signs the CRL that may revoke ``intermediate``).
+    let rootAuthority: Authority
+    /// The impostor's root as a CA (a CRL from another issuer).
+    let impostorAuthority: Authority
 
     /// Makes a root, an intermediate, a leaf for `hosts` and an impostor.
     ///
@@ -68,12 +72,32 @@ public struct TestPKI: Sendable {
     ///   - validity: When the leaves are valid; by default from an hour ago for 30 days.
     /// - Throws: ``PinStoreTestingError`` when a name is unusable or an OpenSSL call fails.
     public init(hosts: [String], validity: DateInterval = TestPKI.defaultValidity()) throws(PinStoreTestingError) {
+        try self.init(hosts: hosts, validity: validity, crlBaseURL: nil)
+    }
+
+    /// Makes a root, an intermediate, a leaf for `hosts` and an impostor, whose certificates
+    /// name CRL distribution points under `crlBaseURL`.
+    ///
+    /// - Parameters:
+    ///   - hosts: DNS names (letters, digits, `-`, `.`, and `*` for a wildcard label); at least one.
+    ///     The first is also the leaves' common name.
+    ///   - validity: When the leaves are valid; by default from an hour ago for 30 days.
+    ///   - crlBaseURL: When given, the certificates name CRL distribution points under it:
+    ///     the intermediate `<base>/root.crl`, every leaf `<base>/intermediate.crl`
+    ///     (``rootCRLURL``, ``intermediateCRLURL``; serve ``crl(by:revoking:thisUpdate:nextUpdate:otherEntries:)``
+    ///     there, with ``TestCRLServer``). nil: none.
+    /// - Throws: ``PinStoreTestingError`` when a name is unusable or an OpenSSL call fails.
+    public init(hosts: [String], validity: DateInterval = TestPKI.defaultValidity(), crlBaseURL: URL?) throws(PinStoreTestingError) {
         try Self.checkNames(hosts)
         let caValidity = DateInterval(start: validity.start.addingTimeInterval(-Self.caMargin),
                                       end: validity.end.addingTimeInterval(Self.caMargin))
-        let rootAuthority = try Authority.root(commonName: "PinStoreTesting Root CA", validity: caValidity)
-        let intermediateAuthority = try rootAuthority.issueIntermediate(commonName: "PinStoreTesting Intermediate CA", validity: caValidity)
+        let rootAuthority = try Authority.root(commonName: "PinStoreTesting Root CA", validity: caValidity,
+                                               crlURL: crlBaseURL?.appendingPathComponent("root.crl"))
+        let intermediateAuthority = try rootAuthority.issueIntermediate(commonName: "PinStoreTesting Intermediate CA", validity: caValidity,
+                                                                        crlURL: crlBaseURL?.appendingPathComponent("intermediate.crl"))
         let impostorAuthority = try Authority.root(commonName: "PinStoreTesting Impostor CA", validity: caValidity)
+        self.rootAuthority = rootAuthority
+        self.impostorAuthority = impostorAuthority
         self.hosts = hosts
         self.validity = validity
         self.root = rootAuthority.certificate
@@ -121,16 +145,19 @@ final class Authority: @unchecked Sendable {
     /// Whether servers present this CA's certificate after the leaves it issues (intermediates do,
     /// roots do not).
     let isPresented: Bool
+    /// Where this CA publishes its CRL: named as the CRL distribution point of what it issues.
+    let crlURL: URL?
 
-    private init(certificate: X509Certificate, key: CertificateKey, pem: String, isPresented: Bool) {
+    private init(certificate: X509Certificate, key: CertificateKey, pem: String, isPresented: Bool, crlURL: URL?) {
         self.certificate = certificate
         self.key = key
         self.pem = pem
         self.isPresented = isPresented
+        self.crlURL = crlURL
     }
 
     /// A self-signed root.
-    static func root(commonName: String, validity: DateInterval) throws(PinStoreTestingError) -> Authority {
+    static func root(commonName: String, validity: DateInterval, crlURL: URL? = nil) throws(PinStoreTestingError) -> Authority {
         let key = try CertificateKey()
         let builder = try OwnedCertificate()
         try builder.setBasics(notBefore: validity.start, notAfter: validity.end)
@@ -141,11 +168,11 @@ final class Authority: @unchecked Sendable {
         try builder.addExtension(NID_key_usage, "critical,keyCertSign,cRLSign", issuer: builder)
         try builder.addExtension(NID_subject_key_identifier, "hash", issuer: builder)
         try builder.sign(with: key)
-        return try Authority(builder, key: key, isPresented: false)
+        return try Authority(builder, key: key, isPresented: false, crlURL: crlURL)
     }
 
     /// An intermediate CA under this one (it issues leaves only: `pathlen:0`).
-    func issueIntermediate(commonName: String, validity: DateInterval) throws(PinStoreTestingError) -> Authority {
+    func issueIntermediate(commonName: String, validity: DateInterval, crlURL: URL? = nil) throws(PinStoreTestingError) -> Authority {
         let key = try CertificateKey()
         let builder = try issued(commonName: commonName, validity: validity, key: key)
         let issuer = try OwnedCertificate(der: certificate.derRepresentation)
@@ -154,7 +181,7 @@ final class Authority: @unchecked Sendable {
         try builder.addExtension(NID_subject_key_identifier, "hash", issuer: issuer)
         try builder.addExtension(NID_authority_key_identifier, "keyid:always", issuer: issuer)
         try builder.sign(with: self.key)
-        return try Authority(builder, key: key, isPresented: true)
+        return try Authority(builder, key: key, isPresented: true, crlURL: crlURL)
     }
 
     /// A TLS server leaf for `names` (the first is also the common name).
@@ -194,11 +221,14 @@ final class Authority: @unchecked Sendable {
         try builder.setSubject(commonName: commonName, organization: "PinStoreTesting")
         try builder.setIssuer(try OwnedCertificate(der: certificate.derRepresentation))
         try builder.setPublicKey(key)
+        if let crlURL {
+            try builder.addExtension(NID_crl_distribution_points, "URI:\(crlURL.absoluteString)", issuer: builder)
+        }
         return builder
     }
 
-    private convenience init(_ builder: OwnedCertificate, key: CertificateKey, isPresented: Bool) throws(PinStoreTestingError) {
-        self.init(certificate: try Self.parse(builder), key: key, pem: try builder.pem(), isPresented: isPresented)
+    private convenience init(_ builder: OwnedCertificate, key: CertificateKey, isPresented: Bool, crlURL: URL?) throws(PinStoreTestingError) {
+        self.init(certificate: try Self.parse(builder), key: key, pem: try builder.pem(), isPresented: isPresented, crlURL: crlURL)
     }
 
     /// The finished certificate read back by PinStore's own parser.

@@ -38,3 +38,24 @@ import Testing
         _ = try HTTPClient.Configuration.pinned(by: try Self.store(mode: .off))
     }
 }
+
+/// The same for CRLs: a store that checks CRLs for every host cannot pin an `HTTPClient`
+/// (the CRL is verified with the issuer's key, which AsyncHTTPClient never shows).
+@Suite struct CRLHTTPClientTests {
+    static func store(mode: CRLCheckMode) throws -> PinStore {
+        var configuration = try Pins.store([Pins.entry("pki/localhost-dnsonly.pem")]).configuration
+        configuration.crlMode = mode
+        configuration.storageDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-ahc-crl-\(UUID().uuidString)")
+        return try PinStore(configuration: configuration)
+    }
+
+    @Test func aStoreThatChecksCRLsEverywhereCannotPinAnHTTPClient() throws {
+        let error = #expect(throws: PinnedHTTPClientError.self) { _ = try HTTPClient.Configuration.pinned(by: try Self.store(mode: .enforce)) }
+        #expect(error?.code == .crlNeedsChain)
+        #expect(error?.reason.contains("PinStoreNIO") == true)
+    }
+
+    @Test func aStoreWithoutCRLsPinsAnHTTPClient() throws {
+        _ = try HTTPClient.Configuration.pinned(by: try Self.store(mode: .off))
+    }
+}

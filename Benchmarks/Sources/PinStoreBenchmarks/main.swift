@@ -293,6 +293,13 @@ if arguments.count == 2, arguments[1] == "ct" {
     exit(0)
 }
 
+// Issue 34 (CRLBenchmark.swift): `crl` runs only the CRL rows.
+if arguments.count == 2, arguments[1] == "crl" {
+    print("PinStore CRL benchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
+    printTable(try crlBenchmarkRows())
+    exit(0)
+}
+
 // Issue 31 (PublisherBenchmark.swift): `publisher` runs only the publisher rows.
 if arguments.count == 2, arguments[1] == "publisher" {
     print("PinStore publisher benchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
@@ -475,6 +482,9 @@ rows += try keySetBenchmarkRows()
 
 // 5a'. The CT check of a new chain with two SCTs versus two bare P-256 verifies (CertificateTransparencyBenchmark.swift).
 rows += try certificateTransparencyBenchmarkRows()
+
+// 5a''. The CRL check: a pooled re-check with a cached CRL, a new chain against 10,000 entries (CRLBenchmark.swift).
+rows += try crlBenchmarkRows()
 
 // 5b. What a reportURI adds to a refused connection (ReportBenchmark.swift).
 rows += try reportBenchmarkRows()

@@ -22,6 +22,10 @@ enum FuzzTarget: String, CaseIterable {
     /// Key documents (the list-signing keys' rotation chain): parsed, followed from a trusted
     /// set with every signature checked, the newest one's expiry judged.
     case keyDocuments = "key-documents"
+    /// CRLs as a distribution point serves them (DER): parsed, their scope and entries read,
+    /// verified against the fixture intermediate; the bytes also read as a certificate's CRL
+    /// distribution points.
+    case crl
 
     static let current: FuzzTarget = {
         let name = ProcessInfo.processInfo.environment["FUZZ_TARGET"] ?? ""
@@ -70,6 +74,8 @@ enum FuzzTarget: String, CaseIterable {
             if let policies = try? PinPolicyImport.networkSecurityConfig(data) { Self.checkImported(policies) }
         case .sctList:
             FuzzEntryPoints.sctList(data)
+        case .crl:
+            FuzzEntryPoints.crl(data)
         case .keyDocuments:
             Self.checkFollowed(FuzzEntryPoints.keyDocuments(data))
         }

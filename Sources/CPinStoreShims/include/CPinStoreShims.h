@@ -57,6 +57,14 @@ void CPinStoreShims_sk_SCT_pop_free(STACK_OF(SCT) *stack);
 /// `EVP_RSA_gen` is a macro over the variadic `EVP_PKEY_Q_keygen`: a fresh RSA key of `bits` bits.
 EVP_PKEY *CPinStoreShims_EVP_PKEY_generate_rsa(unsigned int bits);
 
+/// `STACK_OF(DIST_POINT)` helpers (macros in OpenSSL 3), for a certificate's CRL distribution points.
+int CPinStoreShims_sk_DIST_POINT_num(const STACK_OF(DIST_POINT) *stack);
+DIST_POINT *CPinStoreShims_sk_DIST_POINT_value(const STACK_OF(DIST_POINT) *stack, int index);
+
+/// `STACK_OF(X509_REVOKED)` helpers (macros in OpenSSL 3), for a CRL's revoked entries.
+int CPinStoreShims_sk_X509_REVOKED_num(const STACK_OF(X509_REVOKED) *stack);
+X509_REVOKED *CPinStoreShims_sk_X509_REVOKED_value(const STACK_OF(X509_REVOKED) *stack, int index);
+
 /// glibc's `malloc_trim(0)` (not in Swift's Glibc module): hands free heap pages back to the
 /// system. Does nothing where the C library has no such call.
 void CPinStoreShims_malloc_trim(void);

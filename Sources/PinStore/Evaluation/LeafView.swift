@@ -125,7 +125,8 @@ extension PinStore {
     func leafDecision(_ view: LeafView) -> PinningDecision {
         let snapshot = pinSnapshot()
         let tables = PinningTables(list: snapshot.list, fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig,
-                                   certificateTransparency: snapshot.certificateTransparency, revocations: snapshot.revocations)
+                                   certificateTransparency: snapshot.certificateTransparency, revocations: snapshot.revocations,
+                                   crl: snapshot.crl)
         return rules.leafDecision(view, tables: tables, now: snapshot.now)
     }
 }
@@ -150,7 +151,8 @@ extension PinningRules {
         for (host, shownAs) in representativeHosts(of: view.names, tables: tables) {
             let connection = PinningContext(host: host, requestedName: shownAs, evidence: view.evidence, list: tables.list,
                                             fallback: tables.fallback, domainsConfig: tables.domainsConfig, now: now,
-                                            certificateTransparency: tables.certificateTransparency, revocations: tables.revocations)
+                                            certificateTransparency: tables.certificateTransparency, revocations: tables.revocations,
+                                            crl: tables.crl)
             let decision = decide(connection)
             switch decision {
             case .deny: return decision
@@ -226,12 +228,12 @@ extension PinStore {
 
     /// The pins in force and the time, read once for a decision.
     func pinSnapshot() -> (list: PinIndex?, domainsConfig: DomainsConfig?, now: Int64, certificateTransparency: CTLogList?,
-                           revocations: ListRevocations?) {
-        let (list, domainsConfig, due, certificateTransparency, revocations) = state.withLock {
-            ($0.list.index, $0.list.domainsConfig, $0.updateDue, $0.list.certificateTransparency, $0.list.revocations)
+                           revocations: ListRevocations?, crl: CRLHostList?) {
+        let (list, domainsConfig, due, certificateTransparency, revocations, crl) = state.withLock {
+            ($0.list.index, $0.list.domainsConfig, $0.updateDue, $0.list.certificateTransparency, $0.list.revocations, $0.list.crl)
         }
         let date = clock.now()
         if date >= due { startScheduledUpdateIfDue(at: date) }
-        return (list, domainsConfig, Int64(date.timeIntervalSince1970.rounded(.down)), certificateTransparency, revocations)
+        return (list, domainsConfig, Int64(date.timeIntervalSince1970.rounded(.down)), certificateTransparency, revocations, crl)
     }
 }

@@ -55,6 +55,8 @@ struct PinningTables: Sendable {
     let certificateTransparency: CTLogList?
     /// The signed list's `revocations` section, if any.
     var revocations: ListRevocations? = nil
+    /// The signed list's `crl` section, if any.
+    var crl: CRLHostList? = nil
 }
 
 /// Everything a rule may look at for one decision: the host, what is known of the chain, and
@@ -78,6 +80,8 @@ struct PinningContext: Sendable {
     var certificateTransparency: CTLogList? = nil
     /// The signed list's `revocations` section, if any (same snapshot as ``list``).
     var revocations: ListRevocations? = nil
+    /// The signed list's `crl` section, if any (same snapshot as ``list``).
+    var crl: CRLHostList? = nil
 
     /// A failure of this connection.
     func failure(_ reason: PinningFailure.Reason, details: String? = nil) -> PinningFailure {

@@ -12,6 +12,9 @@ import Foundation
 ///    and serial), anywhere in the chain, refuses; a leaf alone that cannot rule an entry out is
 ///    refused too (``PinningFailure/Reason/revocationsNeedChain``);
 /// 1. ``ExpectedHostRule``: a host outside `expectedCommonNames` is refused;
+/// 1a. ``CRLRevocationRule``: after the list's revocations, before CT: a host under a CRL mode
+///    needs its chain absent from its CAs' current CRLs (a revoked certificate refused when
+///    enforced; an unavailable CRL refused under hard fail only, else reported);
 /// 1b. ``CertificateTransparencyRule``: a host that asks for CT needs compliant embedded SCTs
 ///    (refused when enforced; reported, with the later rules still deciding, when report-only);
 /// 2. ``DeniedKeyRule``: a denied key anywhere in the chain refuses;
@@ -26,10 +29,12 @@ struct PinningRules: Sendable {
     let relaxations: [any PinFailureRelaxation]
 
     init(enforcement: PinStore.Configuration.Enforcement, expectedNames: Set<String>?, staticPins: StaticPins,
-         certificateTransparency: CertificateTransparencyChecker = CertificateTransparencyChecker(defaultMode: .off)) {
+         certificateTransparency: CertificateTransparencyChecker = CertificateTransparencyChecker(defaultMode: .off),
+         crl: CRLChecker = CRLChecker(defaultMode: .off)) {
         self.init(rules: [
             RevocationRule(),
             ExpectedHostRule(expected: expectedNames),
+            CRLRevocationRule(checker: crl),
             CertificateTransparencyRule(checker: certificateTransparency),
             DeniedKeyRule(denied: staticPins.denied),
             PinSetRule(staticPins: staticPins, listEnforced: enforcement == .enforced),

@@ -24,10 +24,23 @@ package struct PendingPinningDecision: Sendable {
     let store: PinStore
     let decide: @Sendable () -> PinningDecision
     let report: @Sendable (PinningDecision) -> Void
+    /// Work the decision waits for first (the CRLs the chain needs, bounded by the budget),
+    /// then whether its decision still wants the update; nil: the update path only.
+    var prepare: (@Sendable () async -> Void)? = nil
+    var wantsUpdate: (@Sendable (PinningDecision) -> Bool)? = nil
 
     /// ``PinStore/updateAfterRefusal(decidedUnder:)`` (at most one download a minute on behalf
-    /// of refusals; one under way is shared), then the decision again; reported.
+    /// of refusals; one under way is shared), then the decision again; reported. With
+    /// ``prepare``, that first, and the update only when the decision after it wants one.
     package func decideAfterUpdate() async -> PinningDecision {
+        if let prepare {
+            await prepare()
+            let decision = decide()
+            guard wantsUpdate?(decision) ?? false else {
+                report(decision)
+                return decision
+            }
+        }
         // A download that ended since the first decision (the scheduled one a request started,
         // say) may have brought the pins already: look again first, and download only if the
         // list is still the one this look saw.
@@ -41,6 +54,14 @@ package struct PendingPinningDecision: Sendable {
         let final = Self.naming(updateResult, in: decide())
         report(final)
         return final
+    }
+
+    /// The decision now, without waiting for the update or the preparation (an adapter that
+    /// cannot wait); reported.
+    package func decideWithoutWaiting() -> PinningDecision {
+        let decision = decide()
+        report(decision)
+        return decision
     }
 
     /// A host still without pins says which update was tried.
@@ -65,8 +86,15 @@ extension PinStore {
     ///   - updateOnMismatch: Whether a pin mismatch waits for one update first.
     ///   - report: Records a final decision (metrics, decision stream, pin-failure report).
     ///   - decide: The decision with the pins in force when it runs (not reported).
-    func step(updateOnEmpty: Bool, updateOnMismatch: Bool, report: @escaping @Sendable (PinningDecision) -> Void,
+    ///   - prepare: What the decision waits for first (the CRLs a chain needs); nil for none.
+    func step(updateOnEmpty: Bool, updateOnMismatch: Bool, prepare: (@Sendable () async -> Void)? = nil,
+              report: @escaping @Sendable (PinningDecision) -> Void,
               decide: @escaping @Sendable () -> PinningDecision) -> PinningStep {
+        if let prepare {
+            return .updateFirst(PendingPinningDecision(store: self, decide: decide, report: report, prepare: prepare, wantsUpdate: {
+                Self.wantsUpdate(after: $0, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch)
+            }))
+        }
         let first = decide()
         guard Self.wantsUpdate(after: first, updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch) else {
             report(first)
@@ -86,9 +114,10 @@ extension PinStore {
         case .pinMismatch: return updateOnMismatch
         // An SCT from a log the list does not know: a newer list may name it.
         case .certificateTransparencyNotMet(let violation): return updateOnMismatch && violation.sctsFromUnknownLogs > 0
-        // A revocation is the team's signed word: no update is fetched to argue with it.
+        // A revocation is the team's signed word: no update is fetched to argue with it; and a
+        // newer list cannot un-revoke a certificate a CA revoked, nor fetch a CRL.
         case .chainNotTrusted, .hostNotExpected, .issuerPinsNeedChain, .deniedKey, .transportSecurityNotMet,
-             .revokedByList, .revocationsNeedChain: return false
+             .revokedByList, .revocationsNeedChain, .crlCheckFailed: return false
         }
     }
 
@@ -101,7 +130,7 @@ extension PinStore {
         let connection = PinningContext(host: host, requestedName: requestedName, evidence: evidence, list: snapshot.list,
                                         fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig, now: snapshot.now,
                                         certificateTransparency: snapshot.certificateTransparency,
-                                        revocations: snapshot.revocations)
+                                        revocations: snapshot.revocations, crl: snapshot.crl)
         let decision = rules.decide(connection, relaxing: relaxing)
         return relaxing ? withOperatorDetails(decision, host: host, evidence: evidence) : decision
     }

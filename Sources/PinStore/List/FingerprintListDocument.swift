@@ -28,6 +28,8 @@ struct FingerprintListDocument: Sendable {
     let certificateTransparency: CTLogList.Wire?
     /// The `revocations` section as written (``ListRevocations``), read once verified.
     let revocations: [ListRevocations.Wire]?
+    /// The `crl` section as written (``CRLHostList``), read once verified.
+    let crl: CRLHostList.Wire?
 
     /// The latest `expires` any list may carry: 9999-12-31T23:59:59Z. Anything later is a bug
     /// on the server (milliseconds instead of seconds, usually) and is refused.
@@ -101,6 +103,7 @@ struct FingerprintListDocument: Sendable {
         self.expires = wire.expires
         self.certificateTransparency = wire.certificateTransparency
         self.revocations = wire.revocations
+        self.crl = wire.crl
     }
 
     private struct Wire: Decodable {
@@ -121,6 +124,7 @@ struct FingerprintListDocument: Sendable {
         let expires: Int64?
         let certificateTransparency: CTLogList.Wire?
         let revocations: [ListRevocations.Wire]?
+        let crl: CRLHostList.Wire?
     }
 
     private static func describe(_ error: DecodingError) -> String {

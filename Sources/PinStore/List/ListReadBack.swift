@@ -34,6 +34,7 @@ package enum ListReadBack {
         let document = try FingerprintListDocument(body: body)
         _ = try document.certificateTransparency.map(CTLogList.init)
         _ = try document.revocations.map(ListRevocations.init)
+        _ = try document.crl.map(CRLHostList.init)
     }
 
     /// The timestamp a static list's whole-list signature covers, nil when the list has no

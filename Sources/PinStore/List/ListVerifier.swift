@@ -50,11 +50,16 @@ package struct ListVerifier: Sendable {
             if signedTimestamp == nil, document.revocations != nil {
                 throw PinStoreError(.invalidListData, "The list has a revocations section but no whole-list signature, which alone covers it; `pinstore sign` adds one unless given --no-list-signature.")
             }
+            // The same for the CRL modes: unsigned, they could be turned off by whoever answers.
+            if signedTimestamp == nil, document.crl != nil {
+                throw PinStoreError(.invalidListData, "The list has a crl section but no whole-list signature, which alone covers it; `pinstore sign` adds one unless given --no-list-signature.")
+            }
             return PinStore.VerifiedList(persisted: persisted, entries: covered, timestamp: signedTimestamp,
                                          version: signedTimestamp == nil ? nil : document.version,
                                          expires: signedTimestamp == nil ? nil : document.expires,
                                          certificateTransparency: try document.certificateTransparency.map(CTLogList.init),
-                                         revocations: try document.revocations.map(ListRevocations.init))
+                                         revocations: try document.revocations.map(ListRevocations.init),
+                                         crl: try document.crl.map(CRLHostList.init))
         case .challenge:
             // The signature covers the body: check it before parsing anything.
             try verifyChallenge(persisted)
@@ -63,7 +68,8 @@ package struct ListVerifier: Sendable {
                                          version: document.version, expires: document.expires,
                                          domainsConfig: try DomainsConfig(challengeBody: persisted.body),
                                          certificateTransparency: try document.certificateTransparency.map(CTLogList.init),
-                                         revocations: try document.revocations.map(ListRevocations.init))
+                                         revocations: try document.revocations.map(ListRevocations.init),
+                                         crl: try document.crl.map(CRLHostList.init))
         }
     }
 

@@ -31,6 +31,16 @@ public struct FingerprintListRequest: Sendable {
     /// The same fetcher downloads both, and an operator reading "the server announced a
     /// 300000-byte list" about the key documents looks in the wrong place.
     public var document: String
+    /// Whether plain http to any host is fetched (CRLs: signed by their CA, and served over
+    /// http by design, since fetching them over https would need a revocation check of its own).
+    /// Never for a list.
+    package var allowsPlainHTTP = false
+
+    /// Whether `url` may be fetched (the request's URL, or a redirect's target).
+    func accepts(_ url: URL) -> Bool {
+        if allowsPlainHTTP, url.scheme?.lowercased() == "http", url.host != nil { return true }
+        return url.isAcceptableListURL(allowingLoopbackHTTP: allowsLoopbackHTTP)
+    }
 
     /// Creates a request.
     public init(url: URL, headers: [String: String] = [:], timeout: TimeInterval = 20, maximumBodySize: Int = 1 << 20,

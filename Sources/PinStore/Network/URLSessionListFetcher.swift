@@ -21,7 +21,7 @@ public struct URLSessionListFetcher: FingerprintListFetcher {
     public init() {}
 
     public func fetch(_ request: FingerprintListRequest) async throws(PinStoreError) -> FingerprintListResponse {
-        guard request.url.isAcceptableListURL(allowingLoopbackHTTP: request.allowsLoopbackHTTP) else {
+        guard request.accepts(request.url) else {
             throw PinStoreError(.network, "Refusing to fetch the \(request.document) from \(request.url.absoluteString): the URL must be https.")
         }
         var urlRequest = URLRequest(url: request.url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData, timeoutInterval: request.timeout)
@@ -136,7 +136,7 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
 
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
                     newRequest: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
-        guard let target = newRequest.url, target.isAcceptableListURL(allowingLoopbackHTTP: request.allowsLoopbackHTTP) else {
+        guard let target = newRequest.url, request.accepts(target) else {
             // Declining the redirect completes the task with the 3xx response; cancelling here
             // as well would make FoundationNetworking trap on Linux.
             record(PinStoreError(.network, "The \(request.document) server redirected to \(newRequest.url?.absoluteString ?? "an unknown URL"); only https redirects are followed."))

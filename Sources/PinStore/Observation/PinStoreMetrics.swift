@@ -82,7 +82,7 @@ struct PinStoreMetrics: Sendable {
         case .deny(let failure): return ("denied", failure.reason.metricName)
         case .reportOnly(let failure, _):
             switch failure.reason.backing {
-            case .pinMismatch, .noPinsForHost, .issuerPinsNeedChain, .certificateTransparencyNotMet: return ("reported", failure.reason.metricName)
+            case .pinMismatch, .noPinsForHost, .issuerPinsNeedChain, .certificateTransparencyNotMet, .crlCheckFailed: return ("reported", failure.reason.metricName)
             // Never made report-only (PinStore+ReportOnly.swift); counted as what they are.
             case .chainNotTrusted, .hostNotExpected, .deniedKey, .transportSecurityNotMet, .revokedByList, .revocationsNeedChain:
                 return ("denied", failure.reason.metricName)
@@ -119,6 +119,7 @@ extension PinningFailure.Reason {
         case .certificateTransparencyNotMet: "certificate_transparency_not_met"
         case .revokedByList: "revoked_by_list"
         case .revocationsNeedChain: "revocations_need_chain"
+        case .crlCheckFailed: "crl_check_failed"
         }
     }
 }

@@ -147,6 +147,13 @@ public struct PinningFailure: Error, Sendable, Hashable, CustomStringConvertible
             return "\(host): the signed list revokes certificates or keys this adapter cannot rule out from the server's leaf alone, "
                 + "so the connection is refused rather than left unchecked. Call this host through PinStoreNIO (the pinned URLSession "
                 + "or PinningTLSVerifier), which see the validated chain, or mark the list's leaf revocations \"leaf\": true."
+        case .crlCheckFailed(let failure):
+            let remedy = failure.isRevoked
+                ? "The CA revoked it (a stolen key, mis-issuance): the partner must install a new certificate."
+                : failure.unavailable?.code == .needsValidatedChain
+                    ? "Call this host through PinStoreNIO (the pinned URLSession or PinningTLSVerifier), which see the validated chain."
+                    : "Check that the CA's CRL server is reachable from here; the host's CRL mode decides whether this refuses."
+            return "\(host): CRL check: \(failure). " + remedy
         case .deniedKey(let depth):
             return "\(host): the certificate at depth \(depth) of the validated chain has a denied public key (deniedPublicKeys), "
                 + "so the connection is refused whatever else matches. A compromised key or an interception product is in the path."

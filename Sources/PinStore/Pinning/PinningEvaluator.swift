@@ -69,11 +69,13 @@ public struct PinningEvaluator: Sendable {
     /// ``evaluate(host:port:presentedChain:at:)``'s.
     public func evaluateNow(host: String, port: Int? = nil, presentedChain: [Data], at time: Date = Date()) -> PinningDecision {
         let now = PinningEvaluator(store: store, trustRoots: trustRoots, updateOnEmpty: false, updateOnMismatch: false)
-        guard case .decided(let decision) = now.begin(host: host, port: port, presentedChain: presentedChain, at: time) else {
-            // Unreachable: an evaluator that never updates always decides at once. Refuse, never guess.
-            return .deny(PinningFailure(host: host, reason: .noPinsForHost(updateResult: nil)))
+        switch now.begin(host: host, port: port, presentedChain: presentedChain, at: time) {
+        case .decided(let decision):
+            return decision
+        case .updateFirst(let pending):
+            // CRLs not fetched yet: decided from what is cached (unavailable, never "not revoked").
+            return pending.decideWithoutWaiting()
         }
-        return decision
     }
 
     /// The one step every chain-aware adapter takes: the normal trust evaluation, then the pin
@@ -109,7 +111,10 @@ public struct PinningEvaluator: Sendable {
     /// `SecTrust` for the Apple glue), then the report or the update first.
     static func step(store: PinStore, host: HostName, requestedName: String, port: Int?, servedChain: [Data],
                      validatedChain chain: ValidatedChain, updateOnEmpty: Bool, updateOnMismatch: Bool) -> PinningStep {
-        store.step(updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch, report: { decision in
+        // The CRLs the chain needs and the cache lacks are fetched (within the budget) before
+        // the synchronous rules read them.
+        let prepare = store.crl.preparation(host: host, chain: chain, list: store.state.withLock { $0.list.crl })
+        return store.step(updateOnEmpty: updateOnEmpty, updateOnMismatch: updateOnMismatch, prepare: prepare, report: { decision in
             store.record(decision, host: requestedName, port: port, servedChain: servedChain, validatedChain: chain.certificates)
         }, decide: {
             store.pinDecision(host: host, requestedName: requestedName, evidence: .validated(chain))

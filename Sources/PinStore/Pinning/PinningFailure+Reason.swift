@@ -49,6 +49,8 @@ extension PinningFailure {
             public static let revokedByList = Code("revokedByList")
             /// ``Reason/revocationsNeedChain``.
             public static let revocationsNeedChain = Code("revocationsNeedChain")
+            /// ``Reason/crlCheckFailed(_:)``.
+            public static let crlCheckFailed = Code("crlCheckFailed")
 
             /// Whether an optional reason is there and of this kind: lets
             /// `guard case .chainNotTrusted = decision.failure?.reason` compile as it did.
@@ -68,6 +70,7 @@ extension PinningFailure {
             case certificateTransparencyNotMet(CertificateTransparencyViolation)
             case revokedByList(ListRevocationMatch)
             case revocationsNeedChain
+            case crlCheckFailed(CRLCheckFailure)
         }
 
         let backing: Backing
@@ -111,6 +114,11 @@ extension PinningFailure {
         /// `validate` forms): refused rather than skipped. The failure's details say which.
         public static let revocationsNeedChain = Reason(.revocationsNeedChain)
 
+        /// The host is under a CRL check (``CRLCheckMode``) and a certificate of the validated
+        /// chain is revoked by its CA, or its CRL could not be had (refused under
+        /// ``CRLCheckMode/enforceHardFail`` only). Checked after the expected hosts, before CT and pins.
+        public static func crlCheckFailed(_ failure: CRLCheckFailure) -> Reason { Reason(.crlCheckFailed(failure)) }
+
         /// Which kind of reason this is.
         public var code: Code {
             switch backing {
@@ -124,6 +132,7 @@ extension PinningFailure {
             case .certificateTransparencyNotMet: .certificateTransparencyNotMet
             case .revokedByList: .revokedByList
             case .revocationsNeedChain: .revocationsNeedChain
+            case .crlCheckFailed: .crlCheckFailed
             }
         }
 
@@ -165,6 +174,13 @@ extension PinningFailure {
             return nil
         }
 
+        /// For ``crlCheckFailed(_:)``: the revoked certificate, or why its CRL was unavailable;
+        /// nil otherwise.
+        public var crlCheckFailure: CRLCheckFailure? {
+            if case .crlCheckFailed(let failure) = backing { return failure }
+            return nil
+        }
+
         /// The code and what the reason carries, e.g. `deniedKey(depth: 1)`.
         public var description: String {
             switch backing {
@@ -175,6 +191,7 @@ extension PinningFailure {
             case .certificateTransparencyNotMet(let violation): "certificateTransparencyNotMet(\(violation))"
             case .revokedByList(let match): "revokedByList(\(match))"
             case .pinMismatch, .hostNotExpected, .issuerPinsNeedChain, .revocationsNeedChain: code.name
+            case .crlCheckFailed(let failure): "crlCheckFailed(\(failure))"
             }
         }
 

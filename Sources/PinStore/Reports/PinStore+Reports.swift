@@ -87,6 +87,7 @@ extension PinningFailure.Reason {
         case .certificateTransparencyNotMet: "certificate_transparency_not_met"
         case .revokedByList: "revoked_by_list"
         case .revocationsNeedChain: "revocations_need_chain"
+        case .crlCheckFailed: "crl_check_failed"
         }
     }
 }

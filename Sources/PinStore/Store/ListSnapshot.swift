@@ -14,6 +14,8 @@ struct ListSnapshot: Sendable {
     let certificateTransparency: CTLogList?
     /// The signed `revocations` section that came with the list.
     private(set) var revocations: ListRevocations? = nil
+    /// The signed `crl` section that came with the list.
+    private(set) var crl: CRLHostList? = nil
     /// The list's own `expires` (Unix seconds); `.max` when it has none.
     let expires: Int64
     /// When the list was downloaded (Unix seconds), for the age gauge.
@@ -30,6 +32,7 @@ struct ListSnapshot: Sendable {
         self.init(index: list?.index, domainsConfig: list?.domainsConfig, certificateTransparency: list?.certificateTransparency,
                   expires: list?.expires ?? .max, updatedAt: list?.updatedAt, generation: generation)
         revocations = list?.revocations
+        crl = list?.crl
     }
 
     private init(index: PinIndex?, domainsConfig: DomainsConfig?, certificateTransparency: CTLogList?,
@@ -47,6 +50,7 @@ struct ListSnapshot: Sendable {
         var next = ListSnapshot(index: index, domainsConfig: domainsConfig, certificateTransparency: certificateTransparency,
                                 expires: expires, updatedAt: updatedAt, generation: generation &+ 1)
         next.revocations = revocations
+        next.crl = crl
         return next
     }
 }

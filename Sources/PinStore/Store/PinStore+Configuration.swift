@@ -140,13 +140,25 @@ extension PinStore {
         /// document file changed (one `stat` each), and updates at once when it did. Default 10;
         /// at least 0.1. Unused for https lists. Set it after `init`.
         public var listFileCheckInterval: TimeInterval = 10
+        /// The CRL mode of the hosts the signed list's `crl` section does not name
+        /// (``CRLCheckMode``). Default ``CRLCheckMode/off``. Checked by the chain-aware adapters
+        /// (PinStoreNIO's verifier, the pinned URLSession, gRPC); AsyncHTTPClient sees only the
+        /// leaf and refuses such hosts (<doc:Revocation>). Set it after `init`.
+        public var crlMode: CRLCheckMode = .off
+        /// The longest, in seconds, a handshake waits for the CRLs its chain needs that are not
+        /// cached (the fetch goes on in the background past it; the check then fails open or
+        /// closed as the host's mode says). Default 2; 0.1 to 30. Set it after `init`.
+        public var crlFetchBudget: TimeInterval = 2
+        /// The largest CRL read, in bytes; a larger one is unavailable. Default 8 MiB (public
+        /// CAs' partitioned CRLs are far smaller). Set it after `init`.
+        public var crlMaximumSize: Int = 8 << 20
 
         /// Whether a static list must carry a whole-list signature: ``requireListSignature``, or
         /// any Certificate Transparency setting, since only that signature covers the list's CT
         /// section (whoever answers the unsigned list request could otherwise strip it, log
         /// list and all, and with it every CT check).
         var requiresWholeListSignature: Bool {
-            requireListSignature || certificateTransparency != .off
+            requireListSignature || certificateTransparency != .off || crlMode != .off
                 || transportSecurityExceptions.contains(where: \.requiresCertificateTransparency)
         }
 
@@ -241,6 +253,9 @@ extension PinStore {
             }
             guard periodicUpdateInterval > 0, expirationUpdateThreshold >= 0, requestTimeout > 0, maximumListSize > 0 else {
                 throw PinStoreError(.invalidConfiguration, "periodicUpdateInterval, requestTimeout and maximumListSize must be positive, expirationUpdateThreshold not negative.")
+            }
+            guard crlFetchBudget.isFinite, (0.1...30).contains(crlFetchBudget), crlMaximumSize > 0 else {
+                throw PinStoreError(.invalidConfiguration, "crlFetchBudget must be 0.1 to 30 seconds (a handshake waits that long at most), crlMaximumSize positive.")
             }
             guard refusalUpdateInterval.isFinite, refusalUpdateInterval >= 1 else {
                 throw PinStoreError(.invalidConfiguration, "refusalUpdateInterval must be at least 1 second (it bounds the downloads an impostor can cause).")

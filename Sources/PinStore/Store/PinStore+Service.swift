@@ -20,8 +20,42 @@ extension PinStore: Service {
     /// A store in use also starts a due update by itself from every `validate`, without
     /// blocking the caller; `run()` covers the idle store, and refreshes the
     /// `pinstore_list_age_seconds` gauge at least once a minute.
+    ///
+    /// It also fetches the cached CRLs again before they expire (``CRLRefreshSchedule``), so a
+    /// handshake to a host under a CRL mode finds its CRLs current.
     public func run() async throws {
         // The store's updater does the work; the store is the public face of the service.
-        try await updater.run()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await self.updater.run() }
+            group.addTask { await self.refreshCRLs() }
+            // The updater returns on graceful shutdown and cancellation: the refresh ends with it.
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// The CRL refresh loop: fetches what ``CRLChecker/refreshPlan(now:)`` says is due, sleeps
+    /// until the next one (at most a minute, so a CRL cached meanwhile is planned), until
+    /// cancelled. With no CRL cached it waits for one, off the clock: a store without CRLs
+    /// never wakes for them.
+    func refreshCRLs() async {
+        while !Task.isCancelled {
+            let now = clock.now()
+            let plan = crl.refreshPlan(now: Int64(now.timeIntervalSince1970.rounded(.down)))
+            if !plan.due.isEmpty {
+                await crl.refresh(plan.due)
+                continue
+            }
+            guard let next = plan.nextWake else {
+                await crl.cached.wait()
+                continue
+            }
+            let wake = min(Date(timeIntervalSince1970: TimeInterval(next)), now.addingTimeInterval(60))
+            do {
+                try await clock.sleep(until: wake)
+            } catch {
+                return
+            }
+        }
     }
 }

@@ -155,6 +155,8 @@ public final class PinStore: Sendable {
     let rules: PinningRules
     /// The Certificate Transparency part of ``rules`` (its caches and metrics).
     let certificateTransparency: CertificateTransparencyChecker
+    /// The CRL part of ``rules`` (its cache, downloads and metrics).
+    let crl: CRLChecker
     /// The ATS transport minimums per host (``Configuration/transportSecurityExceptions``).
     package let transportSecurity: TransportSecurityExceptionTable
     /// The read path's state: what every pin decision reads, with one lock.
@@ -213,6 +215,8 @@ public final class PinStore: Sendable {
         var certificateTransparency: CTLogList? = nil
         /// The signed `revocations` section (``ListRevocations``), when a signature covers it.
         var revocations: ListRevocations? = nil
+        /// The signed `crl` section (``CRLHostList``), when a signature covers it.
+        var crl: CRLHostList? = nil
     }
 
     /// The list in force as ``TrustedListState`` holds it: its pins, indexed, and what later
@@ -238,6 +242,8 @@ public final class PinStore: Sendable {
         var expires: Int64? = nil
         /// The signed `revocations` section, re-derived from the body on every load.
         var revocations: ListRevocations? = nil
+        /// The signed `crl` section, re-derived from the body on every load.
+        var crl: CRLHostList? = nil
     }
 
     /// Creates a store, loading (and re-verifying) any list saved by an earlier run. It
@@ -281,8 +287,14 @@ public final class PinStore: Sendable {
             configuration: configuration, transportSecurity: transportSecurity, logger: self.logger,
             metricsFactory: metricsFactory ?? MetricsSystem.factory)
         self.certificateTransparency = certificateTransparency
+        let crl = CRLChecker(defaultMode: configuration.crlMode, budget: configuration.crlFetchBudget,
+                             maximumSize: configuration.crlMaximumSize, timeout: configuration.requestTimeout,
+                             directory: configuration.storageDirectory ?? Configuration.defaultStorageDirectory, clock: clock,
+                             logger: self.logger, identifier: configuration.identifier,
+                             metricsFactory: metricsFactory ?? MetricsSystem.factory)
+        self.crl = crl
         self.rules = PinningRules(enforcement: configuration.enforcement, expectedNames: expectedNames, staticPins: staticPins,
-                                  certificateTransparency: certificateTransparency)
+                                  certificateTransparency: certificateTransparency, crl: crl)
         let state = Locked(State())
         self.state = state
         self.updater = ListUpdater(configuration: kept, configuredKeys: keySet, fetcher: fetcher, clock: clock,

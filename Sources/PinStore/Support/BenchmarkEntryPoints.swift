@@ -60,4 +60,39 @@ public enum BenchmarkEntryPoints {
             return rules.decide(context).isAllowed
         }
     }
+
+    /// The pin rules for one connection to `host` over `chain` (DER, leaf first), the leaf
+    /// pinned, with the CRL check enforced against `crls` (distribution point URL, DER CRL and
+    /// the DER certificate of its issuer; verified and cached here, as a download would) or
+    /// off when `crls` is nil. `newChain` forgets the certificates' distribution points before
+    /// each decision (a chain never seen: OpenSSL parses each certificate again); otherwise
+    /// the decision is a pooled re-check. The closure answers whether the decision allowed.
+    public static func crlPinDecision(host: String, chain: [Data], crls: [(url: String, der: Data, issuer: Data)]?,
+                                      newChain: Bool) throws(PinStoreError) -> @Sendable () -> Bool {
+        guard let validated = ValidatedChain(alreadyValidatedByCaller: chain) else {
+            throw PinStoreError(.certificateMalformed, "The benchmark chain cannot be read.")
+        }
+        let name = try HostName(host)
+        let pins = PinIndex(entries: [FingerprintEntry(name: host, fingerprint: SHA256Digest.hash(chain[0]), expires: 4_102_444_799)])
+        let checker = CRLChecker(defaultMode: crls == nil ? .off : .enforce)
+        let now = Int64(Date().timeIntervalSince1970)
+        for crl in crls ?? [] {
+            guard let fingerprint = Digest32(SHA256Digest.hash(crl.issuer)),
+                  let key = ValidatedChain.publicKeyDigest(of: crl.issuer, fingerprint: fingerprint) else {
+                throw PinStoreError(.certificateMalformed, "The benchmark CRL issuer cannot be read.")
+            }
+            do {
+                try checker.install(url: crl.url, der: crl.der, issuer: crl.issuer, issuerKey: key, now: now)
+            } catch {
+                throw PinStoreError(.invalidListData, "The benchmark CRL does not verify: \(error)")
+            }
+        }
+        let rules = PinningRules(enforcement: .enforced, expectedNames: nil, staticPins: .none, crl: checker)
+        return {
+            if newChain { CRLSubject.forgetAll() }
+            let context = PinningContext(host: name, requestedName: host, evidence: .validated(validated), list: pins, fallback: .empty,
+                                         domainsConfig: nil, now: Int64(Date().timeIntervalSince1970))
+            return rules.decide(context).isAllowed
+        }
+    }
 }

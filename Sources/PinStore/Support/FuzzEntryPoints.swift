@@ -115,4 +115,27 @@ public enum FuzzEntryPoints {
             throw PinStoreError(.network, "fuzzing is offline")
         }
     }
+
+    /// The issuer the CRL target verifies against: the fixture intermediate
+    /// (`Fixtures/pki/intermediate-ca.der`, Base64), so seeds it signed go past the signature.
+    /// Kept as bytes in an array: LeakSanitizer does not see the tagged pointer of a `Data`
+    /// held by a global, and reported it as a leak.
+    static let crlFixtureIssuer: (der: [UInt8], key: Digest32)? = {
+        guard let der = Data(base64Encoded: "MIIBsjCCAVigAwIBAgIUCe0EKfv/llnj3RYsjl6xDfbl2acwCgYIKoZIzj0EAwIwIDEeMBwGA1UEAwwVUGluU3RvcmUgVGVzdCBSb290IENBMCAXDTI1MDEwMTAwMDAwMFoYDzIwOTkxMjMxMjM1OTU5WjAoMSYwJAYDVQQDDB1QaW5TdG9yZSBUZXN0IEludGVybWVkaWF0ZSBDQTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABPN7hbCf4UT587hhZ4LlSh+4PIGFIj+xAxdWIwFYV6vATTlm/2s1+b70ZtGHEKUPvtE0vAVi1yFGoWpX8c9ukyajZjBkMBIGA1UdEwEB/wQIMAYBAf8CAQAwDgYDVR0PAQH/BAQDAgEGMB0GA1UdDgQWBBTw95AFYKuPkKBGOVJripmurpenFjAfBgNVHSMEGDAWgBQUS436Qn53JjcPre2EL5sndRRIPDAKBggqhkjOPQQDAgNIADBFAiEAzXgtfVCoidntgn3ARCob/RzdLhqGI2eFUa6SCnuDbgYCIB48x/jIwySNEiQWE/dDK/xW6UcwqXWzX5wCsaOJkmjx"), let fingerprint = Digest32(SHA256Digest.hash(der)),
+              let key = ValidatedChain.publicKeyDigest(of: der, fingerprint: fingerprint) else { return nil }
+        return (Array(der), key)
+    }()
+
+    /// A CRL as a distribution point serves it (DER from the network): read without an issuer
+    /// (scope and entries), then verified as the CRL check does against ``crlFixtureIssuer``;
+    /// the same bytes also read as a certificate's CRL distribution points.
+    public static func crl(_ data: Data) {
+        _ = CertificateRevocationList.readUnverified(data)
+        if let issuer = crlFixtureIssuer {
+            _ = try? CertificateRevocationList(der: data, url: "http://127.0.0.1/intermediate.crl", issuer: Data(issuer.der),
+                                               issuerKey: issuer.key, now: 1_800_000_000)
+        }
+        // Uncached: the store's cache is a global, whose `Data` values LeakSanitizer cannot see.
+        _ = CRLSubject.read(data)
+    }
 }

@@ -192,7 +192,7 @@ struct TrustedListState: Sendable {
                                        updatedAt: material.updatedAt, identity: Self.identity(of: material),
                                        domainsConfig: verified.domainsConfig, version: verified.version,
                                        certificateTransparency: verified.certificateTransparency, expires: verified.expires,
-                                       revocations: verified.revocations)
+                                       revocations: verified.revocations, crl: verified.crl)
         inForce = ListInForce(list: list, material: material)
         listRevision &+= 1
     }

@@ -1,0 +1,470 @@
+import CoreMetrics
+import Foundation
+import Logging
+
+/// A store's CRL check: which mode a host is in, the CRLs its validated chains need (fetched,
+/// verified, kept in memory and in the storage folder until their `nextUpdate`), the verdicts
+/// and the metrics.
+///
+/// The rules are synchronous, so the check has two halves: before a chain-aware adapter decides,
+/// ``preparation(host:chain:list:)`` gives it the fetch to wait for (bounded by
+/// ``budget``), and the rule (``CRLRevocationRule``) then reads only what is cached. A CRL that
+/// is missing, late or untrustworthy answers "unavailable", never "not revoked".
+final class CRLChecker: Sendable {
+    /// The mode of hosts the signed list does not name.
+    let defaultMode: CRLCheckMode
+    /// The longest a handshake waits for missing CRLs (seconds).
+    let budget: TimeInterval
+    /// The largest CRL read (bytes).
+    let maximumSize: Int
+    /// Where CRLs are kept for other processes sharing the folder (nil: memory only).
+    let directory: URL?
+    private let fetcher: any FingerprintListFetcher
+    private let clock: any PinStoreClock
+    private let logger: Logger
+    let metrics: Metrics
+
+    /// What is known per distribution point URL.
+    private let entries = Locked<[String: Entry]>([:])
+    /// The download under way per URL, shared by every handshake that needs it.
+    private let inFlight = Locked<[String: Task<Void, Never>]>([:])
+
+    /// A failed fetch is not tried again for this long (seconds): a CRL server that is down
+    /// would otherwise make every handshake wait the whole budget.
+    static let retryInterval: Int64 = 60
+    /// A CRL is fetched again this long before its `nextUpdate` (seconds), or at half its
+    /// lifetime when that is shorter.
+    static let refreshMargin: Int64 = 3_600
+    /// At most this many distribution points are remembered.
+    static let entryLimit = 1_024
+
+    struct Entry: Sendable {
+        /// The verified CRL, when one was had.
+        var crl: CertificateRevocationList?
+        /// Why the last attempt gave no CRL (nil after a good one).
+        var failure: CRLUnavailable?
+        /// When the last attempt ended (Unix seconds).
+        var attemptedAt: Int64
+        /// The issuer the CRL is verified with (DER, from the chain that needed it).
+        var issuer: Data
+        var issuerKey: Digest32
+    }
+
+    init(defaultMode: CRLCheckMode, budget: TimeInterval = 2, maximumSize: Int = 8 << 20, timeout: TimeInterval = 10,
+         directory: URL? = nil, fetcher: any FingerprintListFetcher = URLSessionListFetcher(), clock: any PinStoreClock = SystemClock(),
+         logger: Logger = Logger(label: "PinStore", factory: { _ in SwiftLogNoOpLogHandler() }),
+         identifier: String = "default", metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance) {
+        self.defaultMode = defaultMode
+        self.budget = budget
+        self.maximumSize = maximumSize
+        self.timeout = timeout
+        self.directory = directory
+        self.fetcher = fetcher
+        self.clock = clock
+        self.logger = logger
+        metrics = Metrics(identifier: identifier, factory: metricsFactory)
+    }
+
+    /// The download timeout (seconds): a fetch that outlives the budget goes on in the
+    /// background up to this, so the next handshake finds the CRL.
+    let timeout: TimeInterval
+
+    /// The mode for `host`: the signed list's most specific entry, else the configuration's.
+    func mode(for host: HostName, list: CRLHostList?) -> CRLCheckMode {
+        list?.mode(for: host.text) ?? defaultMode
+    }
+
+    /// False when no host can be under a CRL check: stores without one pay one compare.
+    func mayApply(list: CRLHostList?) -> Bool {
+        list != nil || defaultMode != .off
+    }
+
+    /// The exact names the list's `crl` section names.
+    func singledOutHosts(_ list: CRLHostList?, into names: inout Set<String>) {
+        for (pattern, _) in list?.hosts ?? [] { names.insert(pattern.base) }
+    }
+
+    // MARK: - The rule's half (synchronous, cached state only)
+
+    /// The CRL part of the pin rules for one connection.
+    func check(_ connection: PinningContext) -> PinningRuleResult {
+        guard mayApply(list: connection.crl) else { return .meetsRule }
+        let mode = mode(for: connection.host, list: connection.crl)
+        guard mode != .off else { return .meetsRule }
+        guard case .validated(let chain) = connection.evidence else {
+            // AsyncHTTPClient's leaf view: no issuer, so no CRL can be verified. Refused (or
+            // reported under report-only), never skipped.
+            metrics.record(.unavailable)
+            let why = CRLUnavailable(.needsValidatedChain, url: "",
+                                     "this adapter sees only the leaf; a CRL is verified with the issuer's key from the validated chain")
+            return Self.leafViewResult(.unavailable(depth: 0, why), mode: mode)
+        }
+        switch verdict(chain: chain, now: connection.now) {
+        case .good:
+            metrics.record(.good)
+            return .meetsRule
+        case .skipped:
+            metrics.record(.skipped)
+            return .meetsRule
+        case .revoked(let failure):
+            metrics.record(.revoked)
+            return Self.result(failure, mode: mode)
+        case .unavailable(let failure):
+            metrics.record(.unavailable)
+            return Self.result(failure, mode: mode)
+        }
+    }
+
+    enum Verdict: Sendable, Equatable {
+        /// Every certificate with a distribution point has a current CRL that does not list it.
+        case good
+        /// No certificate of the chain names an http distribution point.
+        case skipped
+        case revoked(CRLCheckFailure)
+        case unavailable(CRLCheckFailure)
+    }
+
+    /// The verdict for `chain` from the cached CRLs. A revoked certificate anywhere wins over
+    /// a missing CRL elsewhere. The last certificate (the anchor) is not checked: it is trusted
+    /// by configuration, and nothing above it signs a CRL for it.
+    func verdict(chain: ValidatedChain, now: Int64) -> Verdict {
+        var unavailable: CRLCheckFailure?
+        var checked = false
+        for depth in 0..<max(0, chain.count - 1) {
+            guard let subject = CRLSubject.of(chain.certificates[depth], fingerprint: chain.fingerprints[depth]) else {
+                unavailable = unavailable ?? .unavailable(depth: depth, CRLUnavailable(.malformed, url: "", "the certificate could not be read"))
+                continue
+            }
+            guard !subject.urls.isEmpty else { continue }
+            checked = true
+            switch status(of: subject, issuer: chain.certificates[depth + 1], issuerKey: chain.keys[depth + 1], now: now) {
+            case .success(nil):
+                continue
+            case .success(let revokedAt?):
+                return .revoked(.revoked(depth: depth, at: Date(timeIntervalSince1970: TimeInterval(revokedAt))))
+            case .failure(let why):
+                unavailable = unavailable ?? .unavailable(depth: depth, why)
+            }
+        }
+        if let unavailable { return .unavailable(unavailable) }
+        return checked ? .good : .skipped
+    }
+
+    /// The revocation date of `subject` (nil: not revoked) by the first of its distribution
+    /// points with a usable CRL, or why none was usable.
+    private func status(of subject: CRLSubject, issuer: Data, issuerKey: Digest32, now: Int64) -> Result<Int64?, CRLUnavailable> {
+        var failure: CRLUnavailable?
+        for url in subject.urls {
+            let key = url.absoluteString
+            guard let entry = entries.withLock({ $0[key] }) else {
+                failure = failure ?? CRLUnavailable(.notFetchedYet, url: key, "the CRL has not been fetched (within the budget)")
+                continue
+            }
+            guard var crl = entry.crl else {
+                failure = failure ?? entry.failure ?? CRLUnavailable(.notFetchedYet, url: key, "no CRL")
+                continue
+            }
+            if !crl.issuerKey.constantTimeEquals(issuerKey) {
+                // The same URL named under another issuer: this CRL must be verified for it too
+                // (a CA cannot vouch for another's certificates).
+                do {
+                    crl = try CertificateRevocationList(der: crl.der, url: key, issuer: issuer, issuerKey: issuerKey, now: now)
+                } catch {
+                    failure = failure ?? error
+                    continue
+                }
+            }
+            guard crl.nextUpdate > now else {
+                failure = failure ?? CRLUnavailable(.expired, url: key, "the cached CRL's nextUpdate \(crl.nextUpdate) has passed and no newer one was had")
+                continue
+            }
+            switch crl.covers {
+            case .endEntitiesOnly where subject.isAuthority, .authoritiesOnly where !subject.isAuthority:
+                failure = failure ?? CRLUnavailable(.outOfScope, url: key, "the CRL covers \(subject.isAuthority ? "end-entity" : "CA") certificates only")
+                continue
+            default:
+                break
+            }
+            metrics.crlAge.record(max(0, now - crl.thisUpdate))
+            return .success(crl.revoked[subject.serial])
+        }
+        return .failure(failure ?? CRLUnavailable(.notFetchedYet, url: "", "no distribution point"))
+    }
+
+    static func result(_ failure: CRLCheckFailure, mode: CRLCheckMode) -> PinningRuleResult {
+        let reason = PinningFailure.Reason.crlCheckFailed(failure)
+        switch mode {
+        case .off: return .meetsRule
+        case .reportOnly: return .reportsOnly(reason)
+        case .enforce: return failure.isRevoked ? .failsRule(reason, enforcing: true, relaxable: false) : .reportsOnly(reason)
+        case .enforceHardFail: return .failsRule(reason, enforcing: true, relaxable: false)
+        }
+    }
+
+    /// The leaf view cannot check at all: refused unless the host only reports.
+    static func leafViewResult(_ failure: CRLCheckFailure, mode: CRLCheckMode) -> PinningRuleResult {
+        mode == .reportOnly ? .reportsOnly(.crlCheckFailed(failure)) : .failsRule(.crlCheckFailed(failure), enforcing: true, relaxable: false)
+    }
+
+    // MARK: - The adapter's half (asynchronous, before the decision)
+
+    /// What must be fetched before `chain` can be decided for `host`: nil when nothing (off, or
+    /// every CRL cached and current, or a fetch failed less than ``retryInterval`` ago).
+    func preparation(host: HostName, chain: ValidatedChain, list: CRLHostList?) -> (@Sendable () async -> Void)? {
+        guard mayApply(list: list), mode(for: host, list: list) != .off else { return nil }
+        let now = Int64(clock.now().timeIntervalSince1970.rounded(.down))
+        var needed: [(url: URL, issuer: Data, issuerKey: Digest32)] = []
+        for depth in 0..<max(0, chain.count - 1) {
+            guard let subject = CRLSubject.of(chain.certificates[depth], fingerprint: chain.fingerprints[depth]) else { continue }
+            for url in subject.urls where needsFetch(url.absoluteString, now: now) {
+                needed.append((url, chain.certificates[depth + 1], chain.keys[depth + 1]))
+            }
+        }
+        guard !needed.isEmpty else { return nil }
+        return { [self, needed] in
+            let tasks = needed.map { fetchTask(url: $0.url, issuer: $0.issuer, issuerKey: $0.issuerKey) }
+            await waitAtMost(budget) { for task in tasks { await task.value } }
+        }
+    }
+
+    /// Whether `url` has no current CRL and no recent failed attempt.
+    private func needsFetch(_ url: String, now: Int64) -> Bool {
+        guard let entry = entries.withLock({ $0[url] }) else { return true }
+        if let crl = entry.crl, crl.nextUpdate > now { return false }
+        return now - entry.attemptedAt >= Self.retryInterval || now < entry.attemptedAt
+    }
+
+    /// The download of `url` under way, or a new one (the storage folder first, then the network).
+    private func fetchTask(url: URL, issuer: Data, issuerKey: Digest32) -> Task<Void, Never> {
+        let key = url.absoluteString
+        return inFlight.withLock { tasks in
+            if let running = tasks[key] { return running }
+            let task = Task { [self] in
+                await load(url: url, issuer: issuer, issuerKey: issuerKey)
+                _ = inFlight.withLock { $0.removeValue(forKey: key) }
+            }
+            tasks[key] = task
+            return task
+        }
+    }
+
+    /// Runs `work` for at most `seconds`; the work goes on in the background past it.
+    private func waitAtMost(_ seconds: TimeInterval, _ work: @escaping @Sendable () async -> Void) async {
+        let resumed = Locked(false)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeOnce: @Sendable () -> Void = {
+                let first = resumed.withLock { done in
+                    defer { done = true }
+                    return !done
+                }
+                if first { continuation.resume() }
+            }
+            let timer = Task {
+                try? await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1_000_000_000))
+                resumeOnce()
+            }
+            Task {
+                await work()
+                timer.cancel()
+                resumeOnce()
+            }
+        }
+    }
+
+    /// Takes the CRL for `url` from the storage folder when a current one is there (another
+    /// process fetched it), else downloads it; verifies it for `issuer` and keeps it.
+    func load(url: URL, issuer: Data, issuerKey: Digest32, forceDownload: Bool = false) async {
+        let key = url.absoluteString
+        let now = Int64(clock.now().timeIntervalSince1970.rounded(.down))
+        if !forceDownload, let der = readStored(key),
+           let crl = try? CertificateRevocationList(der: der, url: key, issuer: issuer, issuerKey: issuerKey, now: now),
+           !Self.isDueForRefresh(crl, now: now) {
+            store(key, Entry(crl: crl, failure: nil, attemptedAt: now, issuer: issuer, issuerKey: issuerKey))
+            return
+        }
+        metrics.fetches.increment()
+        var request = FingerprintListRequest(url: url, timeout: timeout, maximumBodySize: maximumSize, document: "CRL")
+        request.allowsPlainHTTP = true
+        let outcome: Result<CertificateRevocationList, CRLUnavailable>
+        do {
+            let response = try await fetcher.fetch(request)
+            let done = Int64(clock.now().timeIntervalSince1970.rounded(.down))
+            if response.statusCode != 200 {
+                outcome = .failure(CRLUnavailable(.fetchFailed, url: key, "the server answered HTTP \(response.statusCode)"))
+            } else {
+                metrics.fetchedBytes.record(response.body.count)
+                outcome = Result { () throws(CRLUnavailable) in
+                    try CertificateRevocationList(der: response.body, url: key, issuer: issuer, issuerKey: issuerKey, now: done)
+                }
+            }
+        } catch {
+            let tooLarge = error.code == .invalidListData && error.reason.contains("limit")
+            outcome = .failure(CRLUnavailable(tooLarge ? .tooLarge : .fetchFailed, url: key, error.reason))
+        }
+        let done = Int64(clock.now().timeIntervalSince1970.rounded(.down))
+        switch outcome {
+        case .success(let crl):
+            store(key, Entry(crl: crl, failure: nil, attemptedAt: done, issuer: issuer, issuerKey: issuerKey))
+            writeStored(key, crl.der)
+        case .failure(let why):
+            metrics.fetchFailures.increment()
+            logger.debug("CRL unavailable", metadata: ["pinstore.crl.url": "\(key)", "pinstore.crl.reason": "\(why)"])
+            // A CRL still current is kept: a failed refresh does not throw away a good answer.
+            entries.withLock { entries in
+                var entry = entries[key] ?? Entry(crl: nil, failure: nil, attemptedAt: done, issuer: issuer, issuerKey: issuerKey)
+                entry.failure = why
+                entry.attemptedAt = done
+                if let crl = entry.crl, crl.nextUpdate <= done { entry.crl = nil }
+                entries[key] = entry
+            }
+        }
+    }
+
+    /// Verifies `der` for `issuer` and keeps it for `url`, as a download would (benchmarks, and
+    /// callers that have the CRL already).
+    func install(url: String, der: Data, issuer: Data, issuerKey: Digest32, now: Int64) throws(CRLUnavailable) {
+        let crl = try CertificateRevocationList(der: der, url: url, issuer: issuer, issuerKey: issuerKey, now: now)
+        store(url, Entry(crl: crl, failure: nil, attemptedAt: now, issuer: issuer, issuerKey: issuerKey))
+    }
+
+    private func store(_ key: String, _ entry: Entry) {
+        entries.withLock { entries in
+            if entries.count >= Self.entryLimit, entries[key] == nil { entries.removeAll(keepingCapacity: true) }
+            entries[key] = entry
+        }
+        cached.signal()
+    }
+
+    /// Signalled whenever a CRL is cached: the refresh loop of a store that holds none waits for
+    /// it instead of waking on the clock.
+    let cached = CRLCacheSignal()
+
+    /// Whether `crl` should be fetched again: within ``refreshMargin`` (or half its lifetime)
+    /// of its `nextUpdate`.
+    static func isDueForRefresh(_ crl: CertificateRevocationList, now: Int64) -> Bool {
+        now >= refreshAt(crl)
+    }
+
+    static func refreshAt(_ crl: CertificateRevocationList) -> Int64 {
+        crl.nextUpdate - min(refreshMargin, max(0, (crl.nextUpdate - crl.thisUpdate) / 2))
+    }
+
+    // MARK: - Background refresh (driven by PinStore.run())
+
+    /// The CRLs to fetch again now, and when to look next (``CRLRefreshSchedule``).
+    func refreshPlan(now: Int64) -> CRLRefreshSchedule.Plan {
+        let snapshot = entries.withLock { $0 }
+        return CRLRefreshSchedule.plan(snapshot.map { key, entry in
+            CRLRefreshSchedule.Item(url: key, refreshAt: entry.crl.map(Self.refreshAt), lastAttempt: entry.attemptedAt)
+        }, now: now, retryInterval: Self.retryInterval)
+    }
+
+    /// Fetches every CRL the plan names (one after the other: a handful of CAs).
+    func refresh(_ urls: [String]) async {
+        for key in urls {
+            guard let entry = entries.withLock({ $0[key] }), let url = URL(string: key) else { continue }
+            await load(url: url, issuer: entry.issuer, issuerKey: entry.issuerKey, forceDownload: true)
+        }
+    }
+
+    // MARK: - The storage folder
+
+    /// `<directory>/pinstore-crl-<SHA-256 of the URL, hex>.der`: the CRL as served. It is signed
+    /// by its CA and verified again on every read, so the file needs no signature of its own;
+    /// one another user owns, or that others may write, is refused (``PersistentListFile``).
+    func fileURL(for key: String) -> URL? {
+        let digest = SHA256Digest.hash(Data(key.utf8)).map { String(format: "%02x", $0) }.joined()
+        return directory?.appendingPathComponent("pinstore-crl-\(digest).der")
+    }
+
+    private func readStored(_ key: String) -> Data? {
+        guard let url = fileURL(for: key) else { return nil }
+        do {
+            return try PersistentListFile(url: url, maximumSize: maximumSize).readBytes()
+        } catch {
+            logger.debug("stored CRL refused", metadata: ["pinstore.crl.file": "\(url.path)", "pinstore.reason": "\(error)"])
+            return nil
+        }
+    }
+
+    private func writeStored(_ key: String, _ der: Data) {
+        guard let url = fileURL(for: key) else { return }
+        do {
+            try PersistentListFile.writeAtomically(der, to: url)
+        } catch {
+            logger.debug("CRL not saved", metadata: ["pinstore.crl.file": "\(url.path)", "pinstore.reason": "\(error)"])
+        }
+    }
+
+    /// What the status command and tests read: the cached state of `url`.
+    func entry(for url: String) -> Entry? {
+        entries.withLock { $0[url] }
+    }
+
+    // MARK: - Metrics
+
+    /// What one CRL check ended in: the `outcome` of `pinstore_crl_checks_total`.
+    enum Outcome: String, CaseIterable {
+        case good, revoked, unavailable, skipped
+    }
+
+    /// `pinstore_crl_checks_total{outcome}`, `pinstore_crl_fetches_total`,
+    /// `pinstore_crl_fetch_failures_total`, `pinstore_crl_fetched_bytes` and
+    /// `pinstore_crl_age_seconds` (the age of the CRL a check last read, from its `thisUpdate`).
+    struct Metrics: Sendable {
+        static let checksLabel = "pinstore_crl_checks_total"
+        private let checks: [String: Counter]
+        let fetches: Counter
+        let fetchFailures: Counter
+        let fetchedBytes: Recorder
+        let crlAge: Gauge
+
+        init(identifier: String, factory: any MetricsFactory) {
+            let store = ("store", identifier)
+            checks = Dictionary(uniqueKeysWithValues: Outcome.allCases.map {
+                ($0.rawValue, Counter(label: Self.checksLabel, dimensions: [store, ("outcome", $0.rawValue)], factory: factory))
+            })
+            fetches = Counter(label: "pinstore_crl_fetches_total", dimensions: [store], factory: factory)
+            fetchFailures = Counter(label: "pinstore_crl_fetch_failures_total", dimensions: [store], factory: factory)
+            fetchedBytes = Recorder(label: "pinstore_crl_fetched_bytes", dimensions: [store], factory: factory)
+            crlAge = Gauge(label: "pinstore_crl_age_seconds", dimensions: [store], factory: factory)
+        }
+
+        func record(_ outcome: Outcome) { checks[outcome.rawValue]?.increment() }
+    }
+}
+
+/// Wakes whoever waits (``PinStore/run()``'s CRL refresh loop) when a CRL is cached. Any number
+/// of waiters; a cancelled wait returns at once.
+final class CRLCacheSignal: Sendable {
+    private let waiters = Locked<(next: Int, continuations: [Int: CheckedContinuation<Void, Never>])>((0, [:]))
+
+    /// Returns at the next ``signal()``, or when the task is cancelled.
+    func wait() async {
+        let id = waiters.withLock { state -> Int in
+            state.next += 1
+            return state.next
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = waiters.withLock { state -> Bool in
+                    if Task.isCancelled { return true }
+                    state.continuations[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            waiters.withLock { $0.continuations.removeValue(forKey: id) }?.resume()
+        }
+    }
+
+    /// Wakes every waiter.
+    func signal() {
+        let woken = waiters.withLock { state -> [CheckedContinuation<Void, Never>] in
+            defer { state.continuations.removeAll() }
+            return Array(state.continuations.values)
+        }
+        for continuation in woken { continuation.resume() }
+    }
+}

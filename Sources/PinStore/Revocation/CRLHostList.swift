@@ -1,0 +1,61 @@
+import Foundation
+
+/// The `crl` section of the team's signed list: the CRL mode (``CRLCheckMode``) per host or
+/// pattern, read like the `certificateTransparency` section's hosts.
+///
+/// ```json
+/// "crl": {"hosts": [{"name": "api.partner.example", "mode": "enforce"}, {"name": "*.pay.example", "mode": "enforceHardFail"}]}
+/// ```
+///
+/// Honoured only where a signature covers it (the whole-list signature of a static list, the
+/// response signature in challenge mode): whoever answers an unsigned list request could
+/// otherwise turn the check off. An unknown mode, a host named twice or an unknown member
+/// refuses the whole list.
+package struct CRLHostList: Sendable {
+    /// The per-host modes, as written.
+    let hosts: [(pattern: HostPattern, mode: CRLCheckMode)]
+
+    /// The mode the list gives `host` (a lookup key): the most specific pattern that matches,
+    /// nil when none does.
+    func mode(for host: String) -> CRLCheckMode? {
+        var best: (HostPattern.Specificity, CRLCheckMode)?
+        for (pattern, mode) in hosts where pattern.matches(host) {
+            let specificity = pattern.specificity(for: host)
+            if best == nil || best!.0 < specificity { best = (specificity, mode) }
+        }
+        return best?.1
+    }
+
+    /// Reads the section. Throws ``PinStoreError/Code/invalidListData`` saying what is wrong.
+    init(_ wire: Wire) throws(PinStoreError) {
+        func refuse(_ why: String) -> PinStoreError { PinStoreError(.invalidListData, "crl: \(why)") }
+        var hosts: [(HostPattern, CRLCheckMode)] = []
+        for (index, item) in wire.hosts.enumerated() {
+            guard let mode = CRLCheckMode(rawValue: item.mode) else {
+                let names = CRLCheckMode.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+                throw refuse("host \(index + 1) (\(String(reflecting: item.name))): mode \(String(reflecting: item.mode)) is not one of \(names).")
+            }
+            let pattern: HostPattern
+            do {
+                pattern = try HostPattern(domain: item.name, subdomains: .none)
+            } catch {
+                throw refuse("host \(index + 1): \(error.reason)")
+            }
+            if hosts.contains(where: { $0.0.conflicts(with: pattern) }) {
+                throw refuse("host \(index + 1) (\(String(reflecting: item.name))) is as specific as an earlier host for some name; which mode applies would be ambiguous.")
+            }
+            hosts.append((pattern, mode))
+        }
+        self.hosts = hosts
+    }
+
+    /// The section as JSON. Host entries are the CT section's (`name` and `mode` only, an
+    /// unknown member refused).
+    package struct Wire: Codable, Sendable {
+        let hosts: [CTLogList.Wire.Host]
+
+        package init(hosts: [CTLogList.Wire.Host]) {
+            self.hosts = hosts
+        }
+    }
+}
