@@ -67,6 +67,24 @@ import Testing
         #expect(try Self.decision(store, "localhost").isAllowed)
     }
 
+    /// A certificate's SHA-256 changes when its signature is re-encoded (ECDSA's s and n - s both
+    /// verify); its issuer key and serial number do not. So the issuer is required.
+    @Test func aRevokedCertificateWithoutItsIssuerIsRefused() async throws {
+        let result = try await PinstoreBinary.run(["sign", "--key", Self.key, "--ca", TestResources.fixturePath("pki/intermediate-ca.pem"),
+                                                   "--name", "localhost", "--revoke-cert", TestResources.fixturePath("pki/localhost.pem")])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("give it followed by its issuer"), "\(result.stderr)")
+    }
+
+    @Test func aRevokedCertificateFollowedByACertificateThatDidNotIssueItIsRefused() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-revoke-mispaired-\(UUID().uuidString).pem")
+        try (try TestResources.fixtureText("pki/localhost.pem") + TestResources.fixtureText("pki/attacker.pem")).write(to: file, atomically: true, encoding: .utf8)
+        let result = try await PinstoreBinary.run(["sign", "--key", Self.key, "--ca", TestResources.fixturePath("pki/intermediate-ca.pem"),
+                                                   "--name", "localhost", "--revoke-cert", file.path])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("the second certificate did not issue the first"), "\(result.stderr)")
+    }
+
     @Test func revocationsWithoutTheWholeListSignatureAreRefusedBeforeSigning() async throws {
         let result = try await PinstoreBinary.run(["sign", "--key", Self.key, "--cert", TestResources.fixturePath("pki/localhost.pem"),
                                                    "--no-list-signature", "--revoke-cert", TestResources.fixturePath("pki/localhost.pem")])

@@ -31,6 +31,34 @@ import PinStoreTesting
         #expect(decision.failure?.reason.listRevocation?.kind == .certificate)
     }
 
+    @Test func aRevocationAddedToThePublicationFileGoesOutAtTheNextCycleNotAtTheNextResigning() async throws {
+        let fixture = try PublisherFixture(pki: try TestPKI(hosts: ["localhost"]))
+        defer { fixture.cleanUp() }
+        let clock = TestClock()
+        let (first, _) = try PublisherTests.publisher(fixture, clock: clock)
+        await PublisherTests.probeThreeTimes(first, clock: clock)
+        #expect(await first.cycle())
+        let before = try Data(contentsOf: fixture.listURL)
+        #expect(Publisher.revocations(in: before) == [])
+
+        // The team adds a revocation and restarts the publisher a minute later (re-signing is a day away).
+        try Self.writeSection([.certificate(fixture.pki.leaf.certificate)], in: fixture)
+        clock.advance(60)
+        let (second, _) = try PublisherTests.publisher(fixture, clock: clock, file: try fixture.file(#", "revocations": "revocations.json""#))
+        #expect(await second.cycle())
+        let after = try Data(contentsOf: fixture.listURL)
+        #expect(Publisher.revocations(in: after)?.count == 1)
+    }
+
+    @Test func aProposalWhoseRevocationsDifferFromThisVantagePointsIsNotCoSigned() throws {
+        let fixture = try PublisherFixture(pki: try TestPKI(hosts: ["localhost"]))
+        defer { fixture.cleanUp() }
+        let ours: [ListRevocations.Wire] = [.certificate(fixture.pki.leaf.certificate)]
+        #expect(Publisher.sameRevocations(ours, ours))
+        #expect(!Publisher.sameRevocations([], ours))
+        #expect(!Publisher.sameRevocations(ours + [.certificate(fixture.pki.intermediate)], ours))
+    }
+
     @Test func aMalformedRevocationsFileIsRefusedAtSetup() throws {
         let fixture = try PublisherFixture(pki: try TestPKI(hosts: ["localhost"]))
         defer { fixture.cleanUp() }

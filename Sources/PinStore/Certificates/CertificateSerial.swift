@@ -19,15 +19,34 @@ package struct CertificateSerial: Sendable, Hashable, CustomStringConvertible {
         var digits = Substring(text)
         let negative = digits.first == "-"
         if negative { digits = digits.dropFirst() }
-        let hex = digits.filter { $0 != ":" }
-        guard !hex.isEmpty, hex.allSatisfy(\.isHexDigit), hex.allSatisfy(\.isASCII) else {
+        // Capped before any work: a serial a list names is read once per store load, and a
+        // megabyte of leading zeros must not stall it.
+        guard digits.utf8.count <= 4 * Self.maximumOctets else {
+            throw PinStoreError(.invalidListData, "serial \(String(reflecting: String(text.prefix(40))))... has \(digits.utf8.count) characters; at most \(4 * Self.maximumOctets) are read.")
+        }
+        let nibbles: [UInt8] = digits.utf8.compactMap { byte in
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            case UInt8(ascii: ":"): nil
+            default: 0xFF
+            }
+        }
+        guard !nibbles.isEmpty, !nibbles.contains(0xFF) else {
             throw PinStoreError(.invalidListData, "serial \(String(reflecting: text)) is not a hexadecimal serial number (as `openssl x509 -serial` prints it).")
         }
+        // One pass, two nibbles an octet; an odd count has a leading zero nibble.
         var bytes: [UInt8] = []
-        var pending = hex.count % 2 == 1 ? "0" + hex : hex
-        while !pending.isEmpty {
-            bytes.append(UInt8(pending.prefix(2), radix: 16)!)
-            pending.removeFirst(2)
+        bytes.reserveCapacity(nibbles.count / 2 + 1)
+        var index = 0
+        if nibbles.count % 2 == 1 {
+            bytes.append(nibbles[0])
+            index = 1
+        }
+        while index < nibbles.count {
+            bytes.append(nibbles[index] << 4 | nibbles[index + 1])
+            index += 2
         }
         let magnitude = Array(bytes.drop { $0 == 0 })
         guard magnitude.count <= Self.maximumOctets else {

@@ -68,6 +68,22 @@ public struct X509Certificate: Sendable, Hashable {
         isCertificateAuthority = X509_check_ca(handle.pointer) != 0
     }
 
+    /// Whether `issuer` issued this certificate, as OpenSSL judges it: the names and key
+    /// identifiers match (`X509_check_issued`) and the signature verifies with the issuer's key.
+    /// Dates and trust are not looked at. For tools that pair a certificate with its issuer
+    /// (``ListRevocations``' issuer-and-serial entries): a wrong pairing would make an entry that
+    /// matches nothing.
+    package func isIssued(by issuer: X509Certificate) -> Bool {
+        guard let subject = try? X509Handle(der: derRepresentation), let issuing = try? X509Handle(der: issuer.derRepresentation) else {
+            return false
+        }
+        defer { OpenSSLErrorQueue.clear() }
+        guard X509_check_issued(issuing.pointer, subject.pointer) == X509_V_OK, let key = X509_get0_pubkey(issuing.pointer) else {
+            return false
+        }
+        return X509_verify(subject.pointer, key) == 1
+    }
+
     /// Parses every certificate in a PEM text (a single certificate or a bundle). Explanatory
     /// text between blocks is ignored; blocks of other kinds (keys) are skipped.
     public static func certificates(pem: String) throws(PinStoreError) -> [X509Certificate] {

@@ -378,7 +378,10 @@ public final class PinStore: Sendable {
     public func validate(commonName: String, certificateData: Data) -> ValidationResult {
         let fingerprint = Digest32(SHA256Digest.hash(certificateData))
         let key = fingerprint.flatMap { ValidatedChain.publicKeyDigest(of: certificateData, fingerprint: $0) }
-        return validate(commonName: commonName, evidence: .leafOnly(.init(der: certificateData, fingerprint: fingerprint, key: key)))
+        // The serial too, so an issuer-and-serial revocation of another certificate does not
+        // make every host "cannot tell".
+        let serial = fingerprint.flatMap { CertificateSerial.of(certificate: certificateData, fingerprint: $0) }
+        return validate(commonName: commonName, evidence: .leafOnly(.init(der: certificateData, fingerprint: fingerprint, key: key, serial: serial)))
     }
 
     /// Whether the chain a server presented (DER, leaf first) is pinned for `commonName`:

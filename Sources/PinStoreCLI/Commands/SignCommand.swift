@@ -43,14 +43,14 @@ struct SignCommand: AsyncParsableCommand {
 
             --revoke-key and --revoke-cert add a "revocations" section: every store refuses a chain \
             holding a revoked key or certificate, whatever pin matches, in report-only mode too. \
-            --revoke-key takes a certificate file (its key) or a Base64 SPKI SHA-256; --revoke-cert \
-            a certificate file (the certificate's SHA-256, and, when the file holds its issuer next \
-            as a chain file does, also its issuer key and serial number, which catch another \
-            encoding of the same certificate). An entry made from a certificate that cannot issue \
+            --revoke-key takes a certificate file (its key) or a Base64 SPKI SHA-256: for a stolen \
+            key, revoke the key. --revoke-cert takes the certificate followed by its issuer (a chain \
+            file): its SHA-256 and its issuer key and serial number, which still match when the \
+            certificate's signature is re-encoded. An entry made from a certificate that cannot issue \
             others is marked "leaf", which lets AsyncHTTPClient (leaf only) rule it out; a CA key or \
             a bare digest makes AsyncHTTPClient refuse what it cannot check. Needs the whole-list \
             signature. Example:
-              pinstore sign --key list-signing.key.pem --ca issuing-ca.pem --name api.example.com --revoke-cert stolen-leaf.pem
+              pinstore sign --key list-signing.key.pem --ca issuing-ca.pem --name api.example.com --revoke-cert stolen-leaf-and-issuer.pem
             """
     )
 
@@ -228,10 +228,18 @@ struct SignCommand: AsyncParsableCommand {
         }
         for path in revokeCert {
             let chain = try certificates(path)
-            revocations.append(.certificate(chain[0]))
-            if chain.count > 1 {
-                revocations.append(.issuerSerial(of: chain[0], issuerKeySHA256: try Self.spkiDigest(chain[1])))
+            // The issuer and serial entry is the one that holds: the certificate's digest
+            // changes when someone re-encodes its signature (an ECDSA signature's s and n - s
+            // both verify), and the serial under the issuer's key does not. So the issuer is
+            // required, and must really be the certificate's issuer.
+            guard chain.count > 1 else {
+                throw CLIError("--revoke-cert \(path) holds one certificate; give it followed by its issuer (a chain file): its SHA-256 alone can be changed by re-encoding its signature, its issuer key and serial number cannot")
             }
+            guard chain[0].isIssued(by: chain[1]) else {
+                throw CLIError("--revoke-cert \(path): the second certificate did not issue the first (OpenSSL); give the certificate followed by its issuer")
+            }
+            revocations.append(.certificate(chain[0]))
+            revocations.append(.issuerSerial(of: chain[0], issuerKeySHA256: try Self.spkiDigest(chain[1])))
         }
         return revocations
     }

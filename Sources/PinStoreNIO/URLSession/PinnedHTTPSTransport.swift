@@ -408,6 +408,14 @@ final class PinnedHTTPSTransport: Sendable {
         let ticket: PinnedConnectionPool.Ticket
     }
 
+    /// `seconds` as the pool's request timeout, never trapping: infinity, NaN or more than a
+    /// century (a common way to say "no timeout") is a century; zero or less is a millisecond.
+    static func requestTimeout(seconds: TimeInterval) -> TimeAmount {
+        let century: TimeInterval = 100 * 365 * 86_400
+        let bounded = seconds.isFinite ? min(max(seconds, 0.001), century) : century
+        return .nanoseconds(Int64(bounded * 1_000_000_000))
+    }
+
     /// Hands one hop to the pool, on the calling thread.
     private func startHop(_ request: URLRequest, url: URL, settings: SessionSettings, body: Data?, sink: any Sink,
                           deadline: ResourceDeadline) throws -> Hop {
@@ -416,7 +424,7 @@ final class PinnedHTTPSTransport: Sendable {
         let timeout = min(request.timeoutInterval > 0 ? request.timeoutInterval : settings.requestTimeout, settings.requestTimeout)
         let poolRequest = PinnedConnectionPool.Request(
             key: target.key, head: head, body: body.map { ByteBuffer(bytes: $0) },
-            timeout: .nanoseconds(Int64(max(timeout, 0.001) * 1_000_000_000)))
+            timeout: Self.requestTimeout(seconds: timeout))
         let outcome = HopOutcome(liveObjects: liveObjects)
         let receiver = HopReceiver(url: url, sink: sink, settings: settings, budget: bodyBudget, outcome: outcome,
                                    liveObjects: liveObjects)

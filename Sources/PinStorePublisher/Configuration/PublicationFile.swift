@@ -46,7 +46,7 @@ import Foundation
 /// | `announcementLifetime` | `"90d"` | how long an announced, undeployed key stays pinned |
 /// | `signingCommandTimeout` | `"30s"` | a signing command still running then is killed |
 /// | `listFileName` | `"list.json"` | the list's name in `outputFolder` |
-/// | `revocations` | none | a JSON file holding the `revocations` section (an array, as lists carry it) signed into every list |
+/// | `revocations` | none | a JSON file holding the `revocations` section (an array, as lists carry it) signed into every list; read at start, so restart the publisher after changing it (the next list then goes out at once); vantage points co-sign only a section equal to their own |
 /// | `vantagePoint` | none | `{"name", "proposalsFolder", "proposalTimeout": "1h"}` for several publishers |
 ///
 /// Signing keys are key files or commands, never key material: a value that looks like a PEM

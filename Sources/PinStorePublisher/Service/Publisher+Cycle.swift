@@ -41,6 +41,9 @@ extension Publisher {
         guard !plan.pins.isEmpty else { return false }
         guard let last = state.lastPublished else { return true }
         if last.entries != plan.listKeys { return true }
+        // A revocation added to (or removed from) the publication file goes out now, not at
+        // the next re-signing.
+        if !Self.sameRevocations(last.revocations ?? [], setup.revocations) { return true }
         return now.timeIntervalSince(last.publishedAt) >= setup.file.resignInterval.seconds
             || Double(last.expires) - now.timeIntervalSince1970 <= setup.file.expires.seconds - setup.file.resignInterval.seconds
     }
@@ -146,6 +149,12 @@ extension Publisher {
         guard let expires = verified.expires, Double(expires) <= now.timeIntervalSince1970 + setup.file.expires.seconds + 3_600 else {
             return "the list would live longer than \"expires\" allows"
         }
+        // The revocations are this publisher's to vouch for too: a proposal that drops one (a
+        // stale or compromised vantage point) or adds one (a CA key that would refuse every
+        // AsyncHTTPClient connection) is not co-signed.
+        guard let revocations = Self.revocations(in: body), Self.sameRevocations(revocations, setup.revocations) else {
+            return "the body's revocations are not the ones this vantage point's publication file names"
+        }
         let bodyKeys = Set(parsed.entries.map(\.entry.entryKey))
         guard bodyKeys == Set(proposal.pins.map(\.entryKey)), parsed.entries.count == proposal.pins.count else {
             return "the body's entries are not the pins the proposal describes"
@@ -173,6 +182,19 @@ extension Publisher {
             return "it drops pin \(pin.value) of \(pin.partnerID), which this vantage point still sees presented"
         }
         return nil
+    }
+
+    /// The `revocations` section of a list body, as written (empty when it has none); nil when
+    /// the member is there but is not a revocations array.
+    static func revocations(in body: Data) -> [ListRevocations.Wire]? {
+        struct Member: Decodable { let revocations: [ListRevocations.Wire]? }
+        guard let member = try? JSONDecoder().decode(Member.self, from: body) else { return nil }
+        return member.revocations ?? []
+    }
+
+    /// Whether two sections revoke the same entries, in whatever order they were written.
+    static func sameRevocations(_ a: [ListRevocations.Wire], _ b: [ListRevocations.Wire]) -> Bool {
+        a.count == b.count && Set(a) == Set(b)
     }
 
     /// Version, expiry and entries of an unsigned body (no signature is checked).
@@ -263,7 +285,8 @@ extension Publisher {
         state.adopt(adopted)
         state.lastPublished = PublisherState.PublishedListRecord(
             version: checked.version, timestamp: checked.timestamp, expires: checked.expires ?? checked.timestamp,
-            sha256: SHA256Digest.hash(list).base64EncodedString(), publishedAt: now, entries: keys)
+            sha256: SHA256Digest.hash(list).base64EncodedString(), publishedAt: now, entries: keys,
+            revocations: Self.revocations(in: list))
         save()
         let added = keys.filter { !previous.contains($0) }.count
         let removed = previous.subtracting(keys).count

@@ -116,6 +116,9 @@ package struct PublisherState: Codable, Sendable, Equatable {
         package var publishedAt: Date
         /// The entries it carried, as `name kind value expires` strings (what a change is compared with).
         package var entries: [String]
+        /// The `revocations` section it carried (nil in a state file written before revocations):
+        /// a changed section makes the next list due at once.
+        package var revocations: [ListRevocations.Wire]? = nil
     }
 
     /// A key announced for a partner before it is deployed.
