@@ -213,6 +213,13 @@ struct ObjectField: Sendable {
     }
 
     /// The object referenced at ``offset`` in `subject`, retained.
+    ///
+    /// The load and the retain are not atomic: they are safe only while nothing writes the
+    /// field meanwhile. Corelibs writes `URLSessionTask.session` (set to nil as the task
+    /// completes) on the session's work queue, and ``URLSessionTaskIntrospection/init(task:fields:)``
+    /// runs there (`startLoading`), so keep every read on that queue. An `unowned(safe)` field
+    /// would pass ``locate(_:in:owner:)``'s check (its word is the object's address) and must
+    /// never be named here: none of the fields read today is unowned.
     private func object(in subject: AnyObject) -> AnyObject? {
         word(in: subject).map { Unmanaged<AnyObject>.fromOpaque($0).takeUnretainedValue() }
     }
