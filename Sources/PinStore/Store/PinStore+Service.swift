@@ -21,7 +21,7 @@ extension PinStore: Service {
     /// blocking the caller; `run()` covers the idle store, and refreshes the
     /// `pinstore_list_age_seconds` gauge at least once a minute.
     ///
-    /// It also fetches the cached CRLs again before they expire (``CRLRefreshSchedule``), so a
+    /// It also fetches the cached CRLs again before they expire (planned by `CRLRefreshSchedule`), so a
     /// handshake to a host under a CRL mode finds its CRLs current.
     public func run() async throws {
         // The store's updater does the work; the store is the public face of the service.
