@@ -185,23 +185,8 @@ package struct CTLogList: Sendable {
                                stateSince: item.stateTimestamp, temporalInterval: interval, previousOperators: previous)
         }
         self.logs = logs
-        var hosts: [(HostPattern, CertificateTransparencyMode)] = []
-        for (index, item) in (wire.hosts ?? []).enumerated() {
-            guard let mode = CertificateTransparencyMode(rawValue: item.mode) else {
-                throw refuse("host \(index + 1) (\(String(reflecting: item.name))): mode \(String(reflecting: item.mode)) is not \"off\", \"reportOnly\" or \"enforce\".")
-            }
-            let pattern: HostPattern
-            do {
-                pattern = try HostPattern(domain: item.name, subdomains: .none)
-            } catch {
-                throw refuse("host \(index + 1): \(error.reason)")
-            }
-            if hosts.contains(where: { $0.0.conflicts(with: pattern) }) {
-                throw refuse("host \(index + 1) (\(String(reflecting: item.name))) is as specific as an earlier host for some name; which mode applies would be ambiguous.")
-            }
-            hosts.append((pattern, mode))
-        }
-        self.hosts = hosts
+        hosts = try (wire.hosts ?? []).modes(CertificateTransparencyMode.init(rawValue:),
+                                             allowed: "\"off\", \"reportOnly\" or \"enforce\"", refuse: refuse)
         serial = Self.serials.withLock { last in
             last &+= 1
             return last
@@ -291,5 +276,31 @@ package struct CTLogList: Sendable {
             self.logs = logs
             self.hosts = hosts
         }
+    }
+}
+
+extension [CTLogList.Wire.Host] {
+    /// The per-host modes of a signed section (the CT section's and the `crl` section's), read
+    /// strictly: an unknown mode, a name that is not a host or pattern, or two entries equally
+    /// specific for some name (which mode applies would be ambiguous) refuses the section.
+    func modes<Mode>(_ mode: (String) -> Mode?, allowed: String,
+                     refuse: (String) -> PinStoreError) throws(PinStoreError) -> [(pattern: HostPattern, mode: Mode)] {
+        var hosts: [(pattern: HostPattern, mode: Mode)] = []
+        for (index, item) in enumerated() {
+            guard let parsed = mode(item.mode) else {
+                throw refuse("host \(index + 1) (\(String(reflecting: item.name))): mode \(String(reflecting: item.mode)) is not \(allowed).")
+            }
+            let pattern: HostPattern
+            do {
+                pattern = try HostPattern(domain: item.name, subdomains: .none)
+            } catch {
+                throw refuse("host \(index + 1): \(error.reason)")
+            }
+            if hosts.contains(where: { $0.pattern.conflicts(with: pattern) }) {
+                throw refuse("host \(index + 1) (\(String(reflecting: item.name))) is as specific as an earlier host for some name; which mode applies would be ambiguous.")
+            }
+            hosts.append((pattern, parsed))
+        }
+        return hosts
     }
 }

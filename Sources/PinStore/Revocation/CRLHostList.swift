@@ -29,24 +29,8 @@ package struct CRLHostList: Sendable {
     /// Reads the section. Throws ``PinStoreError/Code/invalidListData`` saying what is wrong.
     init(_ wire: Wire) throws(PinStoreError) {
         func refuse(_ why: String) -> PinStoreError { PinStoreError(.invalidListData, "crl: \(why)") }
-        var hosts: [(HostPattern, CRLCheckMode)] = []
-        for (index, item) in wire.hosts.enumerated() {
-            guard let mode = CRLCheckMode(rawValue: item.mode) else {
-                let names = CRLCheckMode.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
-                throw refuse("host \(index + 1) (\(String(reflecting: item.name))): mode \(String(reflecting: item.mode)) is not one of \(names).")
-            }
-            let pattern: HostPattern
-            do {
-                pattern = try HostPattern(domain: item.name, subdomains: .none)
-            } catch {
-                throw refuse("host \(index + 1): \(error.reason)")
-            }
-            if hosts.contains(where: { $0.0.conflicts(with: pattern) }) {
-                throw refuse("host \(index + 1) (\(String(reflecting: item.name))) is as specific as an earlier host for some name; which mode applies would be ambiguous.")
-            }
-            hosts.append((pattern, mode))
-        }
-        self.hosts = hosts
+        let names = CRLCheckMode.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+        hosts = try wire.hosts.modes(CRLCheckMode.init(rawValue:), allowed: "one of \(names)", refuse: refuse)
     }
 
     /// The section as JSON. Host entries are the CT section's (`name` and `mode` only, an
