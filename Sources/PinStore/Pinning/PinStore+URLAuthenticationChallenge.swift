@@ -41,7 +41,7 @@ extension PinStore {
         let host = challenge.protectionSpace.host
         let port = challenge.protectionSpace.port
         let step: PinningStep
-        switch Self.platformValidatedChain(trust) {
+        switch platformValidatedChain(trust, host: host) {
         case .success(let der):
             guard let name = try? HostName(host), let chain = ValidatedChain(trustEvaluationOutput: der) else {
                 let failure = PinningFailure(host: host, reason: .chainNotTrusted(ChainValidationError(
@@ -82,7 +82,25 @@ extension PinStore {
     }
 
     /// The platform's normal evaluation, then the validated chain (leaf to anchor) as DER.
-    private static func platformValidatedChain(_ trust: SecTrust) -> Result<[Data], ChainValidationError> {
+    ///
+    /// A host under an enforcing CRL mode also gets the system's revocation policy (OCSP and
+    /// CRLs, as the system fetches and caches them), on top of the pin rules' own CRL step;
+    /// see ``SystemRevocationPolicy``.
+    private func platformValidatedChain(_ trust: SecTrust, host: String) -> Result<[Data], ChainValidationError> {
+        if let name = try? HostName(host),
+           let flags = SystemRevocationPolicy.flags(for: crl.mode(for: name, list: state.withLock { $0.list.crl })) {
+            // `SecTrustSetPolicies` replaces the policies: the SSL policy URLSession set (host
+            // name included) is kept by adding to what the trust object already holds. Failing
+            // to add it refuses, so an enforcing host never loses the system's check silently.
+            var current: CFArray?
+            let revocation: SecPolicy? = SecPolicyCreateRevocation(flags)
+            guard SecTrustCopyPolicies(trust, &current) == errSecSuccess, let revocation,
+                  let policies = current as? [SecPolicy], !policies.isEmpty,
+                  SecTrustSetPolicies(trust, (policies + [revocation]) as CFArray) == errSecSuccess else {
+                return .failure(ChainValidationError(.other, depth: 0,
+                                                     detail: "The system's revocation policy could not be added to the trust evaluation."))
+            }
+        }
         var error: CFError?
         guard SecTrustEvaluateWithError(trust, &error) else {
             let detail = error.map { String(describing: $0) } ?? "SecTrustEvaluateWithError refused the chain"

@@ -16,6 +16,7 @@ public typealias CFError = NSError
 public typealias CFTypeRef = AnyObject
 public typealias CFIndex = Int
 public typealias OSStatus = Int32
+public typealias CFOptionFlags = UInt
 
 /// `CFAllocator` (only ever passed as nil by the package).
 public final class CFAllocator {}
@@ -59,3 +60,7 @@ public func SecCertificateCreateWithData(_ allocator: CFAllocator?, _ data: CFDa
 }
 public func SecCertificateCopySubjectSummary(_ certificate: SecCertificate) -> CFString? { fatalError("stub") }
 public func SecPolicyCreateSSL(_ server: Bool, _ hostname: CFString?) -> SecPolicy { fatalError("stub") }
+public func SecPolicyCreateRevocation(_ revocationFlags: CFOptionFlags) -> SecPolicy? { fatalError("stub") }
+public func SecTrustCopyPolicies(_ trust: SecTrust, _ policies: UnsafeMutablePointer<CFArray?>) -> OSStatus {
+    fatalError("stub")
+}
