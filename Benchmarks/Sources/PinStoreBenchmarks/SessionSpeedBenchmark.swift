@@ -80,31 +80,15 @@ private func speedRows(ahc: HTTPClient, pinned: URLSession, plain: URLSession, n
 /// Instructions and allocations per request under callgrind: pinned URLSession, AsyncHTTPClient,
 /// and the in-memory URLProtocol (FoundationNetworking's own floor).
 func sessionInstructionRows(small: Int = 100, large: Int = 1_000) throws -> [Row] {
-    let valgrind = ["/usr/bin/valgrind", "/usr/local/bin/valgrind"].first { FileManager.default.isExecutableFile(atPath: $0) }
-    guard let valgrind else { throw PinnedSessionBenchmarkError.setup("valgrind is not installed (apt-get install -y valgrind)") }
-    let directory = scratchDirectory()
-    // valgrind 3.19 cannot read the DWARF 5 that Swift 6 emits: a copy without it.
-    let binary = directory.appendingPathComponent("PinStoreBenchmarks-nodebug")
-    try FileManager.default.copyItem(at: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath(), to: binary)
-    try runTool("/usr/bin/strip", ["--strip-debug", binary.path])
-
+    let callgrind = try Callgrind()
     // nginx runs here, outside valgrind: a process under valgrind cannot start one.
     let nginx = try LoopbackNginx.start()
     defer { nginx.stop() }
     var perRequest: [String: CallgrindCounts] = [:]
     for client in ["pinned", "ahc", "memory"] {
-        var counts: [CallgrindCounts] = []
-        for requests in [small, large] {
-            progress("callgrind: \(client), \(requests) requests")
-            let output = directory.appendingPathComponent("callgrind.\(client).\(requests)")
-            try runTool(valgrind, ["--tool=callgrind", "--compress-strings=no", "--compress-pos=no",
-                                   "--callgrind-out-file=\(output.path)", binary.path, "session-profile", String(requests), client,
-                                   String(nginx.port)], log: output.appendingPathExtension("log"))
-            counts.append(try CallgrindCounts(file: output))
+        perRequest[client] = try callgrind.perRequest(small: small, large: large, label: client) { requests in
+            ["session-profile", String(requests), client, String(nginx.port)]
         }
-        let difference = Double(large - small)
-        perRequest[client] = CallgrindCounts(instructions: Int((Double(counts[1].instructions - counts[0].instructions) / difference).rounded()),
-                                             allocations: Int((Double(counts[1].allocations - counts[0].allocations) / difference).rounded()))
     }
     guard let pinned = perRequest["pinned"], let ahc = perRequest["ahc"], let memory = perRequest["memory"] else { return [] }
     func thousands(_ value: Int) -> String { String(format: "%.1f k", Double(value) / 1_000) }
@@ -119,6 +103,43 @@ func sessionInstructionRows(small: Int = 100, large: Int = 1_000) throws -> [Row
             baseline: "AsyncHTTPClient \(ahc.allocations), floor \(memory.allocations)",
             ratio: String(format: "%.2fx", Double(pinned.allocations) / Double(ahc.allocations)), target: "report", met: nil),
     ]
+}
+
+/// This binary under callgrind: a copy of it without DWARF (valgrind 3.19 cannot read the DWARF
+/// 5 that Swift 6 emits) in a scratch folder, run in a child process per count.
+struct Callgrind {
+    let valgrind: String
+    let binary: URL
+    let directory: URL
+
+    /// Finds valgrind and makes the stripped copy.
+    init() throws {
+        let valgrind = ["/usr/bin/valgrind", "/usr/local/bin/valgrind"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let valgrind else { throw PinnedSessionBenchmarkError.setup("valgrind is not installed (apt-get install -y valgrind)") }
+        self.valgrind = valgrind
+        directory = scratchDirectory()
+        binary = directory.appendingPathComponent("PinStoreBenchmarks-nodebug")
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath(), to: binary)
+        try runTool("/usr/bin/strip", ["--strip-debug", binary.path])
+    }
+
+    /// One request's counts: the binary run with `arguments(small)` and `arguments(large)`
+    /// (a mode doing that many requests after the same warm-up), the difference of the two runs
+    /// divided by `large - small`, so that start-up and warm-up cancel out.
+    func perRequest(small: Int, large: Int, label: String, arguments: (Int) -> [String]) throws -> CallgrindCounts {
+        var counts: [CallgrindCounts] = []
+        for requests in [small, large] {
+            progress("callgrind: \(label), \(requests) requests")
+            let output = directory.appendingPathComponent("callgrind.\(label).\(requests)")
+            try runTool(valgrind, ["--tool=callgrind", "--compress-strings=no", "--compress-pos=no",
+                                   "--callgrind-out-file=\(output.path)", binary.path] + arguments(requests),
+                        log: output.appendingPathExtension("log"))
+            counts.append(try CallgrindCounts(file: output))
+        }
+        let difference = Double(large - small)
+        return CallgrindCounts(instructions: Int((Double(counts[1].instructions - counts[0].instructions) / difference).rounded()),
+                               allocations: Int((Double(counts[1].allocations - counts[0].allocations) / difference).rounded()))
+    }
 }
 
 /// What one callgrind output file counts: instructions executed (every thread), and calls to

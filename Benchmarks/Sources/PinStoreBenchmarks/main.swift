@@ -13,6 +13,7 @@ import Glibc
 //   swift run -c release --package-path Benchmarks reports    what a reportURI adds to a refused connection
 //   swift run -c release --package-path Benchmarks keysets    a 2-of-3 key set versus one key on a 1,000-entry list
 //   swift run -c release --package-path Benchmarks ct         the CT check of a new chain (2 SCTs) versus 2 bare P-256 verifies
+//   swift run -c release --package-path Benchmarks crl [SMALL LARGE]  the CRL check: decision, pooled GET (callgrind, req/s), first fetch
 //   swift run -c release --package-path Benchmarks publisher  a partner probe, a 1,000-partner list, rotation-to-publication by K, T, interval
 //   swift run -c release --package-path Benchmarks memory N   (internal) peak RSS of an N-entry store
 //   sudo Benchmarks/.build/release/PinStoreBenchmarks session          URLSession/AsyncHTTPClient against nginx
@@ -293,12 +294,25 @@ if arguments.count == 2, arguments[1] == "ct" {
     exit(0)
 }
 
-// Issue 34 (CRLBenchmark.swift): `crl` runs only the CRL rows.
-if arguments.count == 2, arguments[1] == "crl" {
+// Issue 34 (CRLBenchmark.swift): `crl [SMALL LARGE]` runs only the CRL rows (SMALL and LARGE:
+// the GETs of the two callgrind runs per mode); `crl-profile` is the child under callgrind.
+if arguments.count >= 2, arguments[1] == "crl" {
     print("PinStore CRL benchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
-    printTable(try crlBenchmarkRows())
+    let counts = arguments.dropFirst(2).compactMap { Int($0) }
+    do {
+        printTable(try counts.count == 2 ? crlBenchmarkRows(small: counts[0], large: counts[1]) : crlBenchmarkRows())
+    } catch {
+        FileHandle.standardError.write(Data("crl benchmark failed: \(error)\n".utf8))
+        exit(1)
+    }
     exit(0)
 }
+#if canImport(FoundationNetworking)
+if arguments.count == 5, arguments[1] == "crl-profile", let requests = Int(arguments[2]) {
+    try blocking { try await crlSessionProfile(requests: requests, mode: arguments[3], settings: URL(fileURLWithPath: arguments[4])) }
+    exit(0)
+}
+#endif
 
 // Issue 31 (PublisherBenchmark.swift): `publisher` runs only the publisher rows.
 if arguments.count == 2, arguments[1] == "publisher" {
@@ -483,8 +497,14 @@ rows += try keySetBenchmarkRows()
 // 5a'. The CT check of a new chain with two SCTs versus two bare P-256 verifies (CertificateTransparencyBenchmark.swift).
 rows += try certificateTransparencyBenchmarkRows()
 
-// 5a''. The CRL check: a pooled re-check with a cached CRL, a new chain against 10,000 entries (CRLBenchmark.swift).
-rows += try crlBenchmarkRows()
+// 5a''. The CRL check: the decision (pooled, new chain against 10,000 entries), a pooled GET
+// through the pinned URLSession (callgrind and req/s), the first fetch (CRLBenchmark.swift).
+// Loopback servers and child processes: a failure there skips these rows, not the run.
+do {
+    rows += try crlBenchmarkRows()
+} catch {
+    print("CRL benchmark skipped: \(error)")
+}
 
 // 5b. What a reportURI adds to a refused connection (ReportBenchmark.swift).
 rows += try reportBenchmarkRows()
