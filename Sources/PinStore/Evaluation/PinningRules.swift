@@ -63,12 +63,6 @@ struct PinningRules: Sendable {
     /// The decision for one connection (not reported). `relaxing` false answers the rules alone
     /// (every ``PinStore/validate(commonName:certificateChain:)`` form asks whether it is pinned).
     func decide(_ connection: PinningContext, relaxing: Bool = true) -> PinningDecision {
-        // Through the buffer: `for rule in rules` copied each existential out of the array (a
-        // boxed copy and its destruction per rule, per decision).
-        rules.withUnsafeBufferPointer { rules in decide(connection, rules: rules, relaxing: relaxing) }
-    }
-
-    private func decide(_ connection: PinningContext, rules: UnsafeBufferPointer<any PinningRule>, relaxing: Bool) -> PinningDecision {
         // A report-only failure of an earlier rule: reported if the later rules allow.
         var reported: PinningFailure?
         for index in rules.indices {
