@@ -19,6 +19,10 @@ protocol PinningRule: AnyObject, Sendable {
 }
 
 /// What a ``PinningRule`` says about a connection.
+///
+/// The failures are `indirect`: the two answers every decision gets from most rules (meets,
+/// pinned) then fit in one register, where a failure's reason inline made every rule's answer
+/// nine words copied through memory.
 enum PinningRuleResult: Sendable, Equatable {
     /// The rule has nothing against the connection: the next rule decides.
     case meetsRule
@@ -30,11 +34,11 @@ enum PinningRuleResult: Sendable, Equatable {
     ///   - enforcing: Whether a source behind the failure enforces; a relaxation
     ///     (``PinFailureRelaxation``) may turn a failure nobody enforces into a report.
     ///   - relaxable: False for the failures nothing may relax (expected hosts, deny pins).
-    case failsRule(PinningFailure.Reason, enforcing: Bool, relaxable: Bool)
+    indirect case failsRule(PinningFailure.Reason, enforcing: Bool, relaxable: Bool)
     /// The connection fails a check its host runs report-only (Certificate Transparency in
     /// ``CertificateTransparencyMode/reportOnly``): the failure is reported and the later rules
     /// still decide, so a report-only check can never let through what they refuse.
-    case reportsOnly(PinningFailure.Reason)
+    indirect case reportsOnly(PinningFailure.Reason)
 }
 
 /// A way a pin failure can end other than in a refusal (``DomainsConfig``, report-only).

@@ -163,8 +163,12 @@ struct PinNameTable: Sendable {
     var isEmpty: Bool { slots.isEmpty }
 
     init(_ named: [(name: String, pin: PinIndex.Pin)]) {
-        var random = SystemRandomNumberGenerator()
-        let seed = random.next() as UInt64
+        // From Swift's own per-process random seed (mixed with the count, so two tables of one
+        // process differ): as random as `Hasher`, and repeatable under
+        // SWIFT_DETERMINISTIC_HASHING=1 like it, which keeps benchmark runs comparable.
+        var seeding = Hasher()
+        seeding.combine(named.count)
+        let seed = UInt64(truncatingIfNeeded: seeding.finalize())
         self.seed = seed
         guard !named.isEmpty, named.count < Int(Int32.max) else {
             (nameBytes, slots, pins, buckets) = ([], [], [], [])
@@ -228,8 +232,8 @@ struct PinNameTable: Sendable {
     /// a `validate`). Flooding is not a worry this hash has to carry alone: the table is built
     /// once from names the team signed or configured and never grows, so a peer only looks
     /// names up (its probes stop at the first empty bucket, and the buckets are at most half
-    /// full); and the seed is drawn per table, so even the list's author cannot aim names at
-    /// one bucket of a running store.
+    /// full); and the seed comes from the process's random hashing seed, so even the list's
+    /// author cannot aim names at one bucket of a running store.
     @inline(__always)
     static func hash(_ bytes: UnsafeBufferPointer<UInt8>, seed: UInt64) -> Int {
         // Multiply-fold: the high and low halves of a 128-bit product, xored (as in wyhash).
