@@ -58,17 +58,20 @@ import Testing
     /// An empty label is two dots in a row, wherever they fall: inside a word, across the
     /// boundary between two words, between the last word and the tail, and at the start.
     @Test func theWordScanRefusesADotAfterADotAtEveryPosition() {
+        var wrong: [String] = []
         for count in 2...26 {
             for position in 0..<(count - 1) {
                 var bytes = [UInt8](repeating: UInt8(ascii: "k"), count: count)
                 bytes[position] = UInt8(ascii: ".")
                 bytes[position + 1] = UInt8(ascii: ".")
-                #expect(!Self.wordScan(bytes), "dots at \(position) and \(position + 1) of \(count)")
+                let doubled = Self.wordScan(bytes)
                 // One dot of the two, inside the name, is a label separator.
                 bytes[position + 1] = UInt8(ascii: "k")
-                #expect(Self.wordScan(bytes) == (position > 0), "a dot at \(position) of \(count)")
+                let single = Self.wordScan(bytes)
+                if doubled || single != (position > 0) { wrong.append("\(count)/\(position)") }
             }
         }
+        #expect(wrong.isEmpty, "length/position of the first dot: \(wrong.prefix(20))")
     }
 
     /// Random names of 1 to 40 bytes over every kind of byte the definition tells apart.
@@ -84,6 +87,7 @@ import Testing
             }
             let expected = Self.normalizedByDefinition(bytes)
             #expect(Self.wordScan(bytes) == expected, "\(bytes)")
+            if Self.wordScan(bytes) != expected { return }
             if expected { accepted += 1 }
         }
         #expect(accepted > 1_000)
