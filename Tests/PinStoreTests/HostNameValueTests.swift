@@ -26,6 +26,73 @@ import Testing
         #expect(accepted > 1_000)
     }
 
+    /// What the one-pass path accepts, written as its definition: lowercase ASCII letters,
+    /// digits, `-`, `_`, `*` and dots, with no empty label (no leading, trailing or double dot).
+    static func normalizedByDefinition(_ bytes: [UInt8]) -> Bool {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789-_*.".utf8)
+        return !bytes.isEmpty && bytes.allSatisfy(allowed.contains)
+            && bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).allSatisfy { !$0.isEmpty }
+    }
+
+    static func wordScan(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer(HostName.isAlreadyNormalized(bytes:))
+    }
+
+    /// The scan reads eight bytes at a time and the last one to seven apart: every byte value,
+    /// at every position of names of 1 to 20 bytes (inside a word, at its edges, in the tail),
+    /// is judged as the definition judges it.
+    @Test func theWordScanJudgesEveryByteAtEveryPosition() {
+        var wrong: [String] = []
+        for count in 1...20 {
+            for position in 0..<count {
+                for byte in UInt8.min...UInt8.max {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "k"), count: count)
+                    bytes[position] = byte
+                    if Self.wordScan(bytes) != Self.normalizedByDefinition(bytes) { wrong.append("\(count)/\(position)/\(byte)") }
+                }
+            }
+        }
+        #expect(wrong.isEmpty, "length/position/byte: \(wrong.prefix(20))")
+    }
+
+    /// An empty label is two dots in a row, wherever they fall: inside a word, across the
+    /// boundary between two words, between the last word and the tail, and at the start.
+    @Test func theWordScanRefusesADotAfterADotAtEveryPosition() {
+        var wrong: [String] = []
+        for count in 2...26 {
+            for position in 0..<(count - 1) {
+                var bytes = [UInt8](repeating: UInt8(ascii: "k"), count: count)
+                bytes[position] = UInt8(ascii: ".")
+                bytes[position + 1] = UInt8(ascii: ".")
+                let doubled = Self.wordScan(bytes)
+                // One dot of the two, inside the name, is a label separator.
+                bytes[position + 1] = UInt8(ascii: "k")
+                let single = Self.wordScan(bytes)
+                if doubled || single != (position > 0) { wrong.append("\(count)/\(position)") }
+            }
+        }
+        #expect(wrong.isEmpty, "length/position of the first dot: \(wrong.prefix(20))")
+    }
+
+    /// Random names of 1 to 40 bytes over every kind of byte the definition tells apart.
+    @Test func theWordScanAgreesWithTheDefinitionOnRandomNames() {
+        let alphabet = Array("az09-_*./:`{A@\u{7f}\u{00} ".utf8) + [0x80, 0xC3, 0xFF]
+        var generator = SystemRandomNumberGenerator()
+        var accepted = 0
+        for _ in 0..<100_000 {
+            let count = Int.random(in: 1...40, using: &generator)
+            // Mostly letters, so that long names are sometimes accepted.
+            let bytes = (0..<count).map { _ in
+                Int.random(in: 0..<4, using: &generator) == 0 ? alphabet.randomElement(using: &generator)! : UInt8(ascii: "q")
+            }
+            let expected = Self.normalizedByDefinition(bytes)
+            #expect(Self.wordScan(bytes) == expected, "\(bytes)")
+            if Self.wordScan(bytes) != expected { return }
+            if expected { accepted += 1 }
+        }
+        #expect(accepted > 1_000)
+    }
+
     @Test func aNameIsLowercasedWithoutItsTrailingDot() throws {
         #expect(try HostName("API.Example.COM.").text == "api.example.com")
     }

@@ -28,9 +28,9 @@ import Testing
 
     static func context(_ evidence: ChainEvidence, revocations: ListRevocations?, pins: [FingerprintEntry] = [],
                         domainsConfig: DomainsConfig? = nil) throws -> PinningContext {
-        var context = try PinningRulesTests.context(evidence, pins: pins, domainsConfig: domainsConfig)
-        context.revocations = revocations
-        return context
+        let context = try PinningRulesTests.context(evidence, pins: pins, domainsConfig: domainsConfig)
+        return PinningContext(host: context.host, requestedName: context.requestedName, evidence: context.evidence, list: context.list,
+                              fallback: context.fallback, domainsConfig: context.domainsConfig, now: context.now, revocations: revocations)
     }
 
     static var chain: ChainEvidence { get throws { .validated(try PinningRulesTests.chain("localhost")) } }

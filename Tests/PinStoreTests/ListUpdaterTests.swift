@@ -174,8 +174,8 @@ struct UpdaterHarness {
         let reader = Thread {
             while reading.withLock({ $0 }) {
                 let snapshot = store.pinSnapshot()
-                let pinned = Set(snapshot.list?.entries.map(\.name) ?? [])
-                let switched = Set(snapshot.domainsConfig?.domains.keys.map { $0 } ?? [])
+                let pinned = Set(snapshot.listInForce.index?.entries.map(\.name) ?? [])
+                let switched = Set(snapshot.listInForce.domainsConfig?.domains.keys.map { $0 } ?? [])
                 if pinned != switched { mixed.withLock { $0 += 1 } }
                 usleep(10)
             }

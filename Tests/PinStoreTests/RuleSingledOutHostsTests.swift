@@ -8,8 +8,12 @@ import Testing
 /// honoured behind a wildcard leaf with no other edit.
 @Suite struct RuleSingledOutHostsTests {
     /// A rule of this test only: refuses one host, whatever its pins.
-    struct RefusesOneHost: PinningRule {
+    final class RefusesOneHost: PinningRule {
         let host: String
+
+        init(host: String) {
+            self.host = host
+        }
 
         func check(_ connection: PinningContext) -> PinningRuleResult {
             connection.host.text == host ? .failsRule(.hostNotExpected, enforcing: true, relaxable: false) : .meetsRule

@@ -123,11 +123,8 @@ extension PinStore {
     }
 
     func leafDecision(_ view: LeafView) -> PinningDecision {
-        let snapshot = pinSnapshot()
-        let tables = PinningTables(list: snapshot.list, fallback: fallbackIndex, domainsConfig: snapshot.domainsConfig,
-                                   certificateTransparency: snapshot.certificateTransparency, revocations: snapshot.revocations,
-                                   crl: snapshot.crl)
-        return rules.leafDecision(view, tables: tables, now: snapshot.now)
+        let (listInForce, now) = pinSnapshot()
+        return rules.leafDecision(view, tables: PinningTables(listInForce: listInForce, fallback: fallbackIndex), now: now)
     }
 }
 
@@ -149,10 +146,7 @@ extension PinningRules {
         }
         var reported: PinningDecision?
         for (host, shownAs) in representativeHosts(of: view.names, tables: tables) {
-            let connection = PinningContext(host: host, requestedName: shownAs, evidence: view.evidence, list: tables.list,
-                                            fallback: tables.fallback, domainsConfig: tables.domainsConfig, now: now,
-                                            certificateTransparency: tables.certificateTransparency, revocations: tables.revocations,
-                                            crl: tables.crl)
+            let connection = PinningContext(host: host, requestedName: shownAs, evidence: view.evidence, tables: tables, now: now)
             let decision = decide(connection)
             switch decision {
             case .deny: return decision
@@ -227,13 +221,10 @@ extension PinStore {
     }
 
     /// The pins in force and the time, read once for a decision.
-    func pinSnapshot() -> (list: PinIndex?, domainsConfig: DomainsConfig?, now: Int64, certificateTransparency: CTLogList?,
-                           revocations: ListRevocations?, crl: CRLHostList?) {
-        let (list, domainsConfig, due, certificateTransparency, revocations, crl) = state.withLock {
-            ($0.list.index, $0.list.domainsConfig, $0.updateDue, $0.list.certificateTransparency, $0.list.revocations, $0.list.crl)
-        }
+    func pinSnapshot() -> (listInForce: ListSnapshot, now: Int64) {
+        let (listInForce, due) = state.withLock { ($0.list, $0.updateDue) }
         let date = clock.now()
         if date >= due { startScheduledUpdateIfDue(at: date) }
-        return (list, domainsConfig, Int64(date.timeIntervalSince1970.rounded(.down)), certificateTransparency, revocations, crl)
+        return (listInForce, Int64(date.timeIntervalSince1970.rounded(.down)))
     }
 }

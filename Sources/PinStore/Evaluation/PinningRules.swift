@@ -27,6 +27,21 @@ import Foundation
 struct PinningRules: Sendable {
     let rules: [any PinningRule]
     let relaxations: [any PinFailureRelaxation]
+    /// ``rules`` again, in their order, as ``decide(_:relaxing:)`` runs them: a rule loaded out
+    /// of an array is retained and released around its check (the compiler cannot prove that a
+    /// check leaves the array alone), about 40 instructions a rule and a tenth of a `validate`;
+    /// a `let` of a box reached through `Unmanaged` is read in place. ``heldRules`` keeps the
+    /// boxes alive as long as this value.
+    private let unretainedRules: [Unmanaged<HeldRule>]
+    private let heldRules: [HeldRule]
+
+    private final class HeldRule: Sendable {
+        let rule: any PinningRule
+
+        init(_ rule: any PinningRule) {
+            self.rule = rule
+        }
+    }
 
     init(enforcement: PinStore.Configuration.Enforcement, expectedNames: Set<String>?, staticPins: StaticPins,
          certificateTransparency: CertificateTransparencyChecker = CertificateTransparencyChecker(defaultMode: .off),
@@ -49,6 +64,8 @@ struct PinningRules: Sendable {
     init(rules: [any PinningRule], relaxations: [any PinFailureRelaxation]) {
         self.rules = rules
         self.relaxations = relaxations
+        heldRules = rules.map(HeldRule.init)
+        unretainedRules = heldRules.map(Unmanaged.passUnretained)
     }
 
     /// Every exact host name a rule or a relaxation singles out under `tables` (see
@@ -63,16 +80,10 @@ struct PinningRules: Sendable {
     /// The decision for one connection (not reported). `relaxing` false answers the rules alone
     /// (every ``PinStore/validate(commonName:certificateChain:)`` form asks whether it is pinned).
     func decide(_ connection: PinningContext, relaxing: Bool = true) -> PinningDecision {
-        // Through the buffer: `for rule in rules` copied each existential out of the array (a
-        // boxed copy and its destruction per rule, per decision).
-        rules.withUnsafeBufferPointer { rules in decide(connection, rules: rules, relaxing: relaxing) }
-    }
-
-    private func decide(_ connection: PinningContext, rules: UnsafeBufferPointer<any PinningRule>, relaxing: Bool) -> PinningDecision {
         // A report-only failure of an earlier rule: reported if the later rules allow.
         var reported: PinningFailure?
-        for index in rules.indices {
-            switch rules[index].check(connection) {
+        for index in unretainedRules.indices {
+            switch unretainedRules[index]._withUnsafeGuaranteedRef({ $0.rule.check(connection) }) {
             case .meetsRule:
                 continue
             case .reportsOnly(let reason):

@@ -52,38 +52,78 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// Whether `name` is already what ``init(_:)`` makes of it: only lowercase ASCII letters,
     /// digits, `-`, `_` and `*`, and dots between non-empty labels, with no trailing dot. Every
     /// name it accepts, the full path (``lookupKey(_:)`` then ``hasHostCharacters(_:)``) accepts
-    /// unchanged; anything else goes that way. One pass instead of two: every `validate` and
-    /// every pooled re-check makes a HostName.
+    /// unchanged; anything else goes that way. Every `validate` and every pooled re-check makes
+    /// a HostName, so this reads eight bytes at a time (``isAlreadyNormalized(bytes:)``).
     @inline(__always)
     static func isAlreadyNormalized(_ name: String) -> Bool {
-        name.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            guard let last = bytes.last, last != UInt8(ascii: ".") else { return false }
-            return byteClasses.withUnsafeBufferPointer { classes in
-                // Flags gathered without branches: a byte of no class, and a dot after a dot
-                // (an empty label). Starting as if after a dot makes a leading dot one too.
-                var bad: UInt8 = 0
-                var previousWasDot: UInt8 = 1
-                for byte in bytes {
-                    let byteClass = classes[Int(byte)]
-                    let isDot = byteClass >> 1
-                    bad |= (byteClass == 0 ? 1 : 0) | (isDot & previousWasDot)
-                    previousWasDot = isDot
-                }
-                return bad == 0
-            }
-        } ?? false
+        name.utf8.withContiguousStorageIfAvailable(isAlreadyNormalized(bytes:)) ?? false
     }
 
-    /// For ``isAlreadyNormalized(_:)``, by byte: 1 for a character a normalized name keeps as it
-    /// is (lowercase ASCII letters, digits, `-`, `_`, `*`), 2 for a dot, 0 for anything else.
-    /// One load a byte: every `validate` and every pooled re-check makes a HostName.
-    private static let byteClasses: [UInt8] = (0...255).map { (byte: Int) -> UInt8 in
+    /// ``isAlreadyNormalized(_:)`` over UTF-8 bytes, in two passes that each cost a few
+    /// instructions a byte (one pass tracking both took 9): every byte against a table of the
+    /// bytes a normalized name keeps, then the dots a machine word at a time for an empty label.
+    static func isAlreadyNormalized(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let last = bytes.last, last != UInt8(ascii: ".") else { return false }
+        let foreign = foreignBytes.withUnsafeBufferPointer { foreign in
+            var found: UInt8 = 0
+            for byte in bytes { found |= foreign[Int(byte)] }
+            return found
+        }
+        return foreign == 0 && !hasEmptyLabel(bytes)
+    }
+
+    /// For ``isAlreadyNormalized(bytes:)``, by byte: 0 for a byte a normalized name keeps as it
+    /// is (lowercase ASCII letters, digits, `-`, `_`, `*`, `.`), 1 for any other.
+    private static let foreignBytes: [UInt8] = (0...255).map { (byte: Int) -> UInt8 in
         switch UInt8(byte) {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "*"): 1
-        case UInt8(ascii: "."): 2
-        default: 0
+             UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "*"), UInt8(ascii: "."): 0
+        default: 1
         }
+    }
+
+    /// Whether ASCII `bytes` (not empty, not ending in a dot) start with a dot or hold two
+    /// dots in a row: eight bytes a step, each byte a lane of a word (byte i in bits 8i to
+    /// 8i+7), the lanes tested at once.
+    @inline(__always)
+    private static func hasEmptyLabel(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let low: UInt64 = 0x7F7F_7F7F_7F7F_7F7F, high: UInt64 = 0x8080_8080_8080_8080
+        /// Bit 7 of each lane that holds a dot (exact: no sum carries out of its lane).
+        @inline(__always) func dots(_ word: UInt64) -> UInt64 {
+            let difference = word ^ 0x2E2E_2E2E_2E2E_2E2E
+            return ~(((difference & low) &+ low) | difference) & high
+        }
+        /// Bit 7 of each lane holding a dot right after a dot; `before`: the dots of the
+        /// previous eight bytes, whose top lane carries in.
+        @inline(__always) func doubled(_ dots: UInt64, after before: UInt64) -> UInt64 {
+            dots & ((dots << 8) | (before >> 56))
+        }
+        let raw = UnsafeRawBufferPointer(bytes)
+        guard raw.count >= 8 else {
+            // Shorter than a word: its bytes, the lanes past them zero (never a dot).
+            var word: UInt64 = 0
+            for index in 0..<raw.count { word |= UInt64(raw[index]) << UInt64(index * 8) }
+            // Starting as if after a dot makes a leading dot an empty label too.
+            return doubled(dots(word), after: high) != 0
+        }
+        var found: UInt64 = 0
+        var before = high
+        var offset = 0
+        while offset + 8 <= raw.count {
+            let word = dots(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+            found |= doubled(word, after: before)
+            before = word
+            offset += 8
+        }
+        if offset < raw.count {
+            // The last one to seven bytes: the word that ends the name, overlapping the one
+            // before (a pair judged twice is judged alike). Its first byte follows byte
+            // count - 9, so that byte's dot carries in.
+            let start = raw.count - 8
+            let word = dots(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: start, as: UInt64.self)))
+            found |= doubled(word, after: raw[start - 1] == UInt8(ascii: ".") ? high : 0)
+        }
+        return found != 0
     }
 
     private static func isHostByte(_ byte: UInt8) -> Bool {

@@ -137,8 +137,8 @@ final class PinIndex: Sendable {
 /// Pins by name, in four flat arrays: a store may hold 100,000 pins, and a `[String: [Pin]]`
 /// costs a heap allocation per name (most names are longer than a small string) and a bucket
 /// of the full value size per slot, about three times what is kept here. (Written by hand for
-/// that reason only: it is an open-addressing table of indices with Swift's seeded `Hasher`,
-/// built once and never changed.)
+/// that reason only: it is an open-addressing table of indices with a seeded hash, built once
+/// and never changed.)
 struct PinNameTable: Sendable {
     /// Where one name's bytes and pins are.
     struct Slot: Sendable {
@@ -157,10 +157,19 @@ struct PinNameTable: Sendable {
     /// Open addressing over `slots`: a slot index, or -1 for empty; the count is a power of two
     /// at least twice the number of names, so probes stay short.
     private let buckets: [Int32]
+    /// This table's random hash key (``hash(_:seed:)``).
+    private let seed: UInt64
 
     var isEmpty: Bool { slots.isEmpty }
 
     init(_ named: [(name: String, pin: PinIndex.Pin)]) {
+        // From Swift's own per-process random seed (mixed with the count, so two tables of one
+        // process differ): as random as `Hasher`, and repeatable under
+        // SWIFT_DETERMINISTIC_HASHING=1 like it, which keeps benchmark runs comparable.
+        var seeding = Hasher()
+        seeding.combine(named.count)
+        let seed = UInt64(truncatingIfNeeded: seeding.finalize())
+        self.seed = seed
         guard !named.isEmpty, named.count < Int(Int32.max) else {
             (nameBytes, slots, pins, buckets) = ([], [], [], [])
             return
@@ -175,7 +184,7 @@ struct PinNameTable: Sendable {
         for (index, item) in named.enumerated() {
             var name = item.name
             let slot: Int32 = name.withUTF8 { bytes in
-                var bucket = Self.hash(bytes) & (bucketCount - 1)
+                var bucket = Self.hash(bytes, seed: seed) & (bucketCount - 1)
                 while buckets[bucket] >= 0 {
                     let existing = Int(buckets[bucket])
                     let other = named[firstEntry[existing]].name
@@ -217,10 +226,39 @@ struct PinNameTable: Sendable {
         self.buckets = buckets
     }
 
-    private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
-        var hasher = Hasher()
-        hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
-        return hasher.finalize()
+    /// A hash of `bytes` under this table's random `seed`: eight bytes per multiply.
+    ///
+    /// Not Swift's `Hasher` (SipHash-1-3, about 275 instructions for a 28-byte name, a tenth of
+    /// a `validate`). Flooding is not a worry this hash has to carry alone: the table is built
+    /// once from names the team signed or configured and never grows, so a peer only looks
+    /// names up (its probes stop at the first empty bucket, and the buckets are at most half
+    /// full); and the seed comes from the process's random hashing seed, so even the list's
+    /// author cannot aim names at one bucket of a running store.
+    @inline(__always)
+    static func hash(_ bytes: UnsafeBufferPointer<UInt8>, seed: UInt64) -> Int {
+        // Multiply-fold: the high and low halves of a 128-bit product, xored (as in wyhash).
+        @inline(__always) func fold(_ a: UInt64, _ b: UInt64) -> UInt64 {
+            let (high, low) = a.multipliedFullWidth(by: b)
+            return high ^ low
+        }
+        // Odd constants with mixed bits (the fractional parts of the golden ratio and of pi).
+        let k0: UInt64 = 0x9E37_79B9_7F4A_7C15, k1: UInt64 = 0x243F_6A88_85A3_08D3
+        var state = seed ^ k1 ^ UInt64(truncatingIfNeeded: bytes.count)
+        let raw = UnsafeRawBufferPointer(bytes)
+        var offset = 0
+        while offset + 8 <= raw.count {
+            state = fold(state ^ raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self), k0 ^ seed)
+            offset += 8
+        }
+        // The last zero to seven bytes, little end first (the length went into the start).
+        var tail: UInt64 = 0
+        var shift: UInt64 = 0
+        while offset < raw.count {
+            tail |= UInt64(raw[offset]) << shift
+            shift += 8
+            offset += 1
+        }
+        return Int(truncatingIfNeeded: fold(fold(state ^ tail, k0 ^ seed), k1))
     }
 
     /// The slot of `name`, if the table has it.
@@ -228,7 +266,7 @@ struct PinNameTable: Sendable {
     private func slot(named name: UnsafeBufferPointer<UInt8>) -> Slot? {
         guard let query = name.baseAddress, !slots.isEmpty else { return nil }
         let mask = buckets.count &- 1
-        var bucket = Self.hash(name) & mask
+        var bucket = Self.hash(name, seed: seed) & mask
         return nameBytes.withUnsafeBufferPointer { all -> Slot? in
             guard let names = all.baseAddress else { return nil }
             return buckets.withUnsafeBufferPointer { buckets in

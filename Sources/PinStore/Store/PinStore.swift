@@ -407,7 +407,7 @@ public final class PinStore: Sendable {
     }
 
     /// The one decision behind every `validate` form: the rules, not relaxed.
-    private func validate(commonName: String, evidence: ChainEvidence) -> ValidationResult {
+    private func validate(commonName: String, evidence: consuming ChainEvidence) -> ValidationResult {
         // A name with an empty label or a control character is nobody's host: refuse it.
         guard let host = try? HostName(commonName) else { return .untrusted }
         switch pinDecision(host: host, requestedName: commonName, evidence: evidence, relaxing: false) {

@@ -54,9 +54,11 @@ public enum BenchmarkEntryPoints {
         let pins = PinIndex(entries: [FingerprintEntry(name: host, fingerprint: SHA256Digest.hash(chain[0]), expires: 4_102_444_799)])
         let checker = CertificateTransparencyChecker(defaultMode: certificateTransparency ? .enforce : .off, checksPrivateAnchors: true)
         let rules = PinningRules(enforcement: .enforced, expectedNames: nil, staticPins: .none, certificateTransparency: checker)
+        // Built once, as the store's snapshot is: a decision reads it, never builds it.
+        let tables = PinningTables(list: pins, fallback: .empty, domainsConfig: nil, certificateTransparency: logs)
         return {
-            let context = PinningContext(host: name, requestedName: host, evidence: .validated(validated), list: pins, fallback: .empty,
-                                         domainsConfig: nil, now: Int64(Date().timeIntervalSince1970), certificateTransparency: logs)
+            let context = PinningContext(host: name, requestedName: host, evidence: .validated(validated), tables: tables,
+                                         now: Int64(Date().timeIntervalSince1970))
             return rules.decide(context).isAllowed
         }
     }
@@ -88,10 +90,11 @@ public enum BenchmarkEntryPoints {
             }
         }
         let rules = PinningRules(enforcement: .enforced, expectedNames: nil, staticPins: .none, crl: checker)
+        let tables = PinningTables(list: pins, fallback: .empty, domainsConfig: nil, certificateTransparency: nil)
         return {
             if newChain { CRLSubject.forgetAll() }
-            let context = PinningContext(host: name, requestedName: host, evidence: .validated(validated), list: pins, fallback: .empty,
-                                         domainsConfig: nil, now: Int64(Date().timeIntervalSince1970))
+            let context = PinningContext(host: name, requestedName: host, evidence: .validated(validated), tables: tables,
+                                         now: Int64(Date().timeIntervalSince1970))
             return rules.decide(context).isAllowed
         }
     }

@@ -1,6 +1,6 @@
 /// A host nothing pins is allowed when the signed challenge-mode list in force says it needs
 /// no pins (``DomainsConfig``). Only hosts without pins: a pinned host is never relaxed by it.
-struct DomainsConfigRelaxation: PinFailureRelaxation {
+final class DomainsConfigRelaxation: PinFailureRelaxation {
     func relax(_ failure: PinningFailure, enforcing: Bool, _ connection: PinningContext) -> PinningDecision? {
         guard failure.reason.isNoPinsForHost, let config = connection.domainsConfig,
               !config.pinningRequired(for: connection.host.text) else { return nil }

@@ -2,9 +2,13 @@
 /// failure when the whole store runs report-only, lets the connection go on as
 /// ``PinningDecision/reportOnly(_:validatedChain:)``. Only the failures of the pin set reach
 /// it: never the trust evaluation, expected hosts or deny pins.
-struct ReportOnlyRelaxation: PinFailureRelaxation {
+final class ReportOnlyRelaxation: PinFailureRelaxation {
     /// ``PinStore/Configuration/Enforcement/reportOnly``: every pin failure is reported.
     let storeWide: Bool
+
+    init(storeWide: Bool) {
+        self.storeWide = storeWide
+    }
 
     func relax(_ failure: PinningFailure, enforcing: Bool, _ connection: PinningContext) -> PinningDecision? {
         guard storeWide || !enforcing else { return nil }

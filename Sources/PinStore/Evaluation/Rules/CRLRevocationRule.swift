@@ -7,8 +7,12 @@ import Foundation
 /// missing, within the budget, before deciding); a revoked certificate is refused when
 /// enforced, an unavailable CRL refused only under ``CRLCheckMode/enforceHardFail``; the rest
 /// is reported while the later rules still decide. Never relaxed.
-struct CRLRevocationRule: PinningRule {
+final class CRLRevocationRule: PinningRule {
     let checker: CRLChecker
+
+    init(checker: CRLChecker) {
+        self.checker = checker
+    }
 
     func check(_ connection: PinningContext) -> PinningRuleResult {
         checker.check(connection)

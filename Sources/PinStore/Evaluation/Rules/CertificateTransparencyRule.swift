@@ -5,8 +5,12 @@ import Foundation
 /// comply with the profile. After the trust evaluation and the expected hosts, before any pin,
 /// so a CT refusal is reported as such. Enforced failures are never relaxed; report-only ones
 /// are recorded while the pins still decide.
-struct CertificateTransparencyRule: PinningRule {
+final class CertificateTransparencyRule: PinningRule {
     let checker: CertificateTransparencyChecker
+
+    init(checker: CertificateTransparencyChecker) {
+        self.checker = checker
+    }
 
     func check(_ connection: PinningContext) -> PinningRuleResult {
         checker.check(connection)

@@ -2,8 +2,12 @@
 /// refuses the connection, whatever pin matches. Never relaxed: a denied key is a compromised
 /// key or an interception product, never a rotation. A leaf alone cannot show the keys above
 /// it, so a leaf-only adapter refuses whenever deny pins are configured.
-struct DeniedKeyRule: PinningRule {
+final class DeniedKeyRule: PinningRule {
     let denied: [Digest32]
+
+    init(denied: [Digest32]) {
+        self.denied = denied
+    }
 
     func check(_ connection: PinningContext) -> PinningRuleResult {
         guard !denied.isEmpty else { return .meetsRule }

@@ -18,10 +18,15 @@
 /// Report-only may relax these failures: the list's pins and hosts without pins are enforced
 /// unless ``PinStore/Configuration/enforcement`` says otherwise, the policies unless every
 /// policy matching the host is ``PinPolicy/reportOnly``; any enforcing source enforces.
-struct PinSetRule: PinningRule {
+final class PinSetRule: PinningRule {
     let staticPins: StaticPins
     /// Whether the list's pins (downloaded and fallback), and hosts without pins, enforce.
     let listEnforced: Bool
+
+    init(staticPins: StaticPins, listEnforced: Bool) {
+        self.staticPins = staticPins
+        self.listEnforced = listEnforced
+    }
 
     func check(_ connection: PinningContext) -> PinningRuleResult {
         let host = connection.host.text

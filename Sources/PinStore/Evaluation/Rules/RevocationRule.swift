@@ -9,7 +9,7 @@
 /// A leaf alone (AsyncHTTPClient) is refused as revoked when it matches an entry, and refused
 /// with ``PinningFailure/Reason/revocationsNeedChain`` when an entry might match a certificate
 /// above it that it cannot see: never skipped.
-struct RevocationRule: PinningRule {
+final class RevocationRule: PinningRule {
     func check(_ connection: PinningContext) -> PinningRuleResult {
         guard let revocations = connection.revocations, !revocations.isEmpty else { return .meetsRule }
         switch revocations.verdict(for: connection.evidence) {
