@@ -51,6 +51,14 @@ struct SignCommand: AsyncParsableCommand {
             a bare digest makes AsyncHTTPClient refuse what it cannot check. Needs the whole-list \
             signature. Example:
               pinstore sign --key list-signing.key.pem --ca issuing-ca.pem --name api.example.com --revoke-cert stolen-leaf-and-issuer.pem
+
+            --crl-host NAME=MODE (repeatable) writes the list's "crl" section: the CRL mode of a \
+            host or a "*." pattern (the most specific entry applies), one of off, reportOnly, \
+            enforce or enforceHardFail; hosts it does not name keep each store's crlMode. It is \
+            checked with the stores' own reader (an unknown mode, or two entries equally specific \
+            for some name, is refused here) and needs the whole-list signature. Give the list a \
+            new --list-version whenever the section changes. Example:
+              pinstore sign --key list-signing.key.pem --ca issuing-ca.pem --name api.example.com --crl-host api.example.com=enforce --crl-host '*.pay.example=enforceHardFail'
             """
     )
 
@@ -111,6 +119,9 @@ struct SignCommand: AsyncParsableCommand {
     @Option(parsing: .upToNextOption, help: "Certificate files whose first certificate to revoke for every host (its SHA-256; with its issuer next in the file, also issuer key and serial).")
     var revokeCert: [String] = []
 
+    @Option(help: "A host or *. pattern and its CRL mode, as NAME=MODE (off, reportOnly, enforce, enforceHardFail), for the list's crl section. Repeatable.")
+    var crlHost: [String] = []
+
     func validate() throws {
         if key.isEmpty {
             throw ValidationError("Give at least one --key.")
@@ -129,6 +140,9 @@ struct SignCommand: AsyncParsableCommand {
         }
         if noListSignature, !revokeKey.isEmpty || !revokeCert.isEmpty {
             throw ValidationError("--revoke-key and --revoke-cert need the whole-list signature: stores refuse a revocations section no signature covers.")
+        }
+        if noListSignature, !crlHost.isEmpty {
+            throw ValidationError("--crl-host needs the whole-list signature: stores refuse a crl section no signature covers (whoever answers could otherwise turn the check off).")
         }
         if (spki || !ca.isEmpty), noListSignature {
             throw ValidationError("--spki and --ca need the whole-list signature: PinStore drops key pins that no signature covers.")
@@ -188,13 +202,14 @@ struct SignCommand: AsyncParsableCommand {
         }
         let section = try certificateTransparency.map { try InputFiles.data($0, what: "certificateTransparency section") }
         let revocations = try revocationEntries()
+        let crl = try crlSection()
         let json: Data
         do {
             let listTimestamp = noListSignature ? nil : try timestamp.map { try UnixTime.parse($0, option: "--timestamp") } ?? now
             let listExpiry = try listExpires.map { try UnixTime.parse($0, option: "--list-expires") }
             json = try FingerprintListSigner(privateKey: signingKeys[0], additionalKeys: Array(signingKeys.dropFirst()))
                 .staticList(entries, timestamp: listTimestamp, version: listVersion, expires: listExpiry, certificateTransparency: section,
-                            revocations: revocations)
+                            revocations: revocations, crl: crl)
         } catch {
             throw CLIError("signing", error)
         }
@@ -242,6 +257,20 @@ struct SignCommand: AsyncParsableCommand {
             revocations.append(.issuerSerial(of: chain[0], issuerKeySHA256: try Self.spkiDigest(chain[1])))
         }
         return revocations
+    }
+
+    /// The `crl` section of --crl-host, in the order given; nil without any. Only split here:
+    /// the modes and names are judged by the stores' reader when the signer reads the list back.
+    private func crlSection() throws -> CRLHostList.Wire? {
+        guard !crlHost.isEmpty else { return nil }
+        var hosts: [CTLogList.Wire.Host] = []
+        for value in crlHost {
+            guard let equals = value.firstIndex(of: "="), equals != value.startIndex, value.index(after: equals) != value.endIndex else {
+                throw CLIError("--crl-host \(value): expected NAME=MODE, e.g. api.example.com=enforce (modes: \(CRLCheckMode.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            hosts.append(CTLogList.Wire.Host(name: String(value[..<equals]), mode: String(value[value.index(after: equals)...])))
+        }
+        return CRLHostList.Wire(hosts: hosts)
     }
 
     /// `entry` as a key pin on `certificate` with --spki; unchanged otherwise.
