@@ -31,6 +31,20 @@ public struct TestPinList: Sendable, Hashable {
     public var certificateTransparency: TestCTLogList?
     /// The `revocations` section the list carries (none by default: the member is left out).
     public var revocations: [TestRevocation] = []
+    /// The `crl` section's per-host CRL modes, by host name or `*.` pattern (none by default: the
+    /// member is left out). Written sorted by name.
+    ///
+    /// ```swift
+    /// var list = TestPinList(pinning: [pki.leaf.certificate])
+    /// list.crlModes = ["localhost": .enforce, "*.pay.example": .reportOnly]
+    /// ```
+    public var crlModes: [String: CRLCheckMode] = [:]
+
+    /// ``crlModes`` as the signer takes it; nil when empty.
+    var crlWire: CRLHostList.Wire? {
+        guard !crlModes.isEmpty else { return nil }
+        return CRLHostList.Wire(hosts: crlModes.sorted { $0.key < $1.key }.map { CTLogList.Wire.Host(name: $0.key, mode: $0.value.rawValue) })
+    }
 
     /// A list of these entries (fingerprints of any kind, names of your choice).
     public init(entries: [FingerprintEntry], timestamp: Int64? = nil) {
@@ -95,7 +109,7 @@ public struct TestListSigningKey: Sendable {
         try FingerprintListSigner(privateKey: privateKey).staticList(list.entries, timestamp: list.timestamp ?? Self.nextTimestamp(),
                                                                      version: nil, expires: nil,
                                                                      certificateTransparency: try list.certificateTransparency?.json(),
-                                                                     revocations: list.revocations.map(\.wire))
+                                                                     revocations: list.revocations.map(\.wire), crl: list.crlWire)
     }
 
     /// A challenge-mode response to `challenge` (the `X-Cert-Pinning-Challenge` value the client
@@ -104,7 +118,7 @@ public struct TestListSigningKey: Sendable {
         let body = try FingerprintListSigner.challengeModeBody(list.entries, timestamp: list.timestamp ?? Self.nextTimestamp(),
                                                                version: nil, expires: nil,
                                                                certificateTransparency: try list.certificateTransparency?.json(),
-                                                               revocations: list.revocations.map(\.wire))
+                                                               revocations: list.revocations.map(\.wire), crl: list.crlWire)
         return (body, try FingerprintListSigner(privateKey: privateKey).challengeResponseSignature(challenge: challenge, body: body))
     }
 

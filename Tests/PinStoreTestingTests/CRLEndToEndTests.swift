@@ -57,8 +57,9 @@ import Testing
         }
     }
 
-    /// One TLS handshake to `identity` through `PinningTLSVerifier`: the decision it was made with.
-    static func handshake(to identity: TestIdentity, store: PinStore, world: World) async throws -> PinningDecision? {
+    /// One TLS handshake to `identity`, named `host`, through `PinningTLSVerifier`: the decision
+    /// it was made with.
+    static func handshake(to identity: TestIdentity, host: String = "localhost", store: PinStore, world: World) async throws -> PinningDecision? {
         let server = try await TestHTTPSServer.start(presenting: identity)
         defer { Task { try? await server.shutdown() } }
         let decision = Locked<PinningDecision?>(nil)
@@ -69,7 +70,7 @@ import Testing
         let channel = try await ClientBootstrap(group: loop)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(try verifier.makeClientHandler(context: context, serverHostname: "localhost",
+                    try channel.pipeline.syncOperations.addHandler(try verifier.makeClientHandler(context: context, serverHostname: host,
                                                                                                  onDecision: { made in decision.withLock { $0 = made } }))
                     try channel.pipeline.syncOperations.addHandler(HandshakeWatcher(done: done))
                 }

@@ -236,7 +236,7 @@ package struct CTLogList: Sendable {
         }
         /// A host entry: only `name` and `mode`. An unknown member is refused, not ignored: a
         /// mode could hide there (`"subdomains": true` would cover fewer hosts than meant).
-        package struct Host: Codable, Sendable {
+        package struct Host: Codable, Sendable, Hashable {
             let name: String
             let mode: String
 

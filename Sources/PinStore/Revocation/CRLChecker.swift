@@ -48,6 +48,18 @@ final class CRLChecker: Sendable {
         /// The issuer the CRL is verified with (DER, from the chain that needed it).
         var issuer: Data
         var issuerKey: Digest32
+        /// When a check last read it (Unix seconds; when it was first cached until then). A CRL
+        /// unused for ``idleLimit`` is no longer refreshed (``sweep(now:)``).
+        var lastUsed: Int64
+
+        init(crl: CertificateRevocationList?, failure: CRLUnavailable?, attemptedAt: Int64, issuer: Data, issuerKey: Digest32) {
+            self.crl = crl
+            self.failure = failure
+            self.attemptedAt = attemptedAt
+            self.issuer = issuer
+            self.issuerKey = issuerKey
+            lastUsed = attemptedAt
+        }
     }
 
     init(defaultMode: CRLCheckMode, budget: TimeInterval = 2, maximumSize: Int = 8 << 20, timeout: TimeInterval = 10,
@@ -156,7 +168,11 @@ final class CRLChecker: Sendable {
         var failure: CRLUnavailable?
         for url in subject.urls {
             let key = url.absoluteString
-            guard let entry = entries.withLock({ $0[key] }) else {
+            let read = entries.withLock { entries -> Entry? in
+                if let used = entries[key]?.lastUsed, used < now { entries[key]?.lastUsed = now }
+                return entries[key]
+            }
+            guard let entry = read else {
                 failure = failure ?? CRLUnavailable(.notFetchedYet, url: key, "the CRL has not been fetched (within the budget)")
                 continue
             }
@@ -330,6 +346,9 @@ final class CRLChecker: Sendable {
     private func store(_ key: String, _ entry: Entry) {
         entries.withLock { entries in
             if entries.count >= Self.entryLimit, entries[key] == nil { entries.removeAll(keepingCapacity: true) }
+            var entry = entry
+            // A refresh is not a use: otherwise run() would keep every CRL ever needed current forever.
+            if let previous = entries[key] { entry.lastUsed = previous.lastUsed }
             entries[key] = entry
         }
         cached.signal()
@@ -394,6 +413,60 @@ final class CRLChecker: Sendable {
         } catch {
             logger.debug("CRL not saved", metadata: ["pinstore.crl.file": "\(url.path)", "pinstore.reason": "\(error)"])
         }
+    }
+
+    // MARK: - Sweeping (driven by PinStore.run())
+
+    /// A CRL no check has read for this long (seconds) is forgotten, so it is no longer
+    /// refreshed: its stored file then ages until ``pruneGrace`` past its `nextUpdate`.
+    static let idleLimit: Int64 = 7 * 86_400
+    /// A stored CRL is deleted no sooner than this long (seconds) after its `nextUpdate`. Past
+    /// `nextUpdate` no process can use it (a CRL is refused once expired); the day covers the
+    /// clock skew between workers and a refresh under way in one of them.
+    static let pruneGrace: Int64 = 86_400
+    /// How often ``PinStore/run()`` sweeps (seconds).
+    static let sweepInterval: Int64 = 3_600
+
+    /// `pinstore-crl-<64 lowercase hex>.der`, the only names ``fileURL(for:)`` makes.
+    static func isStoredCRLName(_ name: String) -> Bool {
+        let prefix = "pinstore-crl-", suffix = ".der"
+        guard name.hasPrefix(prefix), name.hasSuffix(suffix) else { return false }
+        let digest = name.utf8.dropFirst(prefix.utf8.count).dropLast(suffix.utf8.count)
+        return digest.count == 64 && digest.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    }
+
+    /// Forgets the CRLs no check read for ``idleLimit``, then deletes the storage folder's CRL
+    /// files that no process can use any more: the names ``fileURL(for:)`` makes, regular
+    /// files (never a symbolic link) of this process's user, holding a CRL whose `nextUpdate`
+    /// passed more than ``pruneGrace`` ago and that this store does not hold. Workers share
+    /// the folder, so nothing current is deleted (another worker may read it), and a file
+    /// another worker replaced while it was read is left (``PersistentListFile/removeFile(atPath:ifStill:)``).
+    /// A file that cannot be read as a CRL is left too: it is not known to be ours.
+    ///
+    /// - Returns: the names of the files deleted.
+    @discardableResult
+    func sweep(now: Int64) -> [String] {
+        let kept = entries.withLock { entries -> Set<String> in
+            entries = entries.filter { now - $0.value.lastUsed < Self.idleLimit }
+            return Set(entries.keys.compactMap { fileURL(for: $0)?.lastPathComponent })
+        }
+        guard let directory, let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return [] }
+        var deleted: [String] = []
+        for name in names.sorted() where Self.isStoredCRLName(name) && !kept.contains(name) {
+            let path = directory.appendingPathComponent(name).path
+            guard let status = FileStatus(path: path, followingSymlinks: false), status.isRegularFile,
+                  status.owner == FileStatus.effectiveUser,
+                  let der = try? RegularFileReader.contents(ofFileAt: path, followingSymlinks: false, maximumSize: maximumSize).0,
+                  let nextUpdate = CertificateRevocationList.nextUpdateUnverified(der),
+                  nextUpdate + Self.pruneGrace < now else { continue }
+            if PersistentListFile.removeFile(atPath: path, ifStill: status) {
+                deleted.append(name)
+            }
+        }
+        if !deleted.isEmpty {
+            logger.debug("old CRL files deleted", metadata: ["pinstore.crl.deleted": "\(deleted.count)"])
+        }
+        return deleted
     }
 
     /// What the status command and tests read: the cached state of `url`.

@@ -33,10 +33,23 @@ package struct CRLHostList: Sendable {
         hosts = try wire.hosts.modes(CRLCheckMode.init(rawValue:), allowed: "one of \(names)", refuse: refuse)
     }
 
+    /// Reads a section file (`{"hosts": [...]}`, as a list carries it) and checks it as a store
+    /// would; what a signer (the publisher) calls before it puts the section in a list.
+    package static func checkedSection(_ data: Data) throws(PinStoreError) -> Wire {
+        let wire: Wire
+        do {
+            wire = try JSONDecoder().decode(Wire.self, from: data)
+        } catch {
+            throw PinStoreError(.invalidListData, "crl: not a crl section ({\"hosts\": [{\"name\": ..., \"mode\": ...}]}): \(error).")
+        }
+        _ = try CRLHostList(wire)
+        return wire
+    }
+
     /// The section as JSON. Host entries are the CT section's (`name` and `mode` only, an
     /// unknown member refused).
-    package struct Wire: Codable, Sendable {
-        let hosts: [CTLogList.Wire.Host]
+    package struct Wire: Codable, Sendable, Hashable {
+        package let hosts: [CTLogList.Wire.Host]
 
         package init(hosts: [CTLogList.Wire.Host]) {
             self.hosts = hosts

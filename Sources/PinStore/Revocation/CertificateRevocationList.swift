@@ -115,6 +115,18 @@ struct CertificateRevocationList: Sendable {
         }
     }
 
+    /// `nextUpdate` (Unix seconds) of `der`, unverified: what the storage folder's sweep
+    /// (``CRLChecker/sweep(now:)``) needs to know that a stored CRL is of no use to anyone
+    /// any more. Never used to trust a CRL. nil when `der` is not one DER CRL with a `nextUpdate`.
+    static func nextUpdateUnverified(_ der: Data) -> Int64? {
+        guard der.first == 0x30, let crl = parse(der) else {
+            OpenSSLErrorQueue.clear()
+            return nil
+        }
+        defer { X509_CRL_free(crl) }
+        return X509Handle.seconds(X509_CRL_get0_nextUpdate(crl))
+    }
+
     /// `thisUpdate` (Unix seconds) of `der`, unverified: for tests of committed seeds, which
     /// are judged at their own time.
     static func thisUpdateForTests(_ der: Data) -> Int64? {

@@ -22,7 +22,10 @@ extension PinStore: Service {
     /// `pinstore_list_age_seconds` gauge at least once a minute.
     ///
     /// It also fetches the cached CRLs again before they expire (planned by `CRLRefreshSchedule`), so a
-    /// handshake to a host under a CRL mode finds its CRLs current.
+    /// handshake to a host under a CRL mode finds its CRLs current. A CRL no check has read for
+    /// a week is no longer refreshed, and CRL files in the storage folder that expired more
+    /// than a day ago are deleted (once an hour; never a current one, which another worker
+    /// sharing the folder may still read).
     public func run() async throws {
         // The store's updater does the work; the store is the public face of the service.
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -39,9 +42,17 @@ extension PinStore: Service {
     /// cancelled. With no CRL cached it waits for one, off the clock: a store without CRLs
     /// never wakes for them.
     func refreshCRLs() async {
+        var lastSweep: Int64?
         while !Task.isCancelled {
             let now = clock.now()
-            let plan = crl.refreshPlan(now: Int64(now.timeIntervalSince1970.rounded(.down)))
+            let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
+            // Forgets CRLs no host used for a while and deletes stored ones long expired
+            // (CRLChecker.sweep), at most once per sweep interval.
+            if lastSweep.map({ seconds - $0 >= CRLChecker.sweepInterval || seconds < $0 }) ?? true {
+                crl.sweep(now: seconds)
+                lastSweep = seconds
+            }
+            let plan = crl.refreshPlan(now: seconds)
             if !plan.due.isEmpty {
                 await crl.refresh(plan.due)
                 continue

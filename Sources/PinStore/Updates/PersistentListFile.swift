@@ -131,6 +131,15 @@ package struct PersistentListFile: Sendable {
         }
     }
 
+    /// Deletes the file at `path` only if it is still the one `status` describes (an `lstat`:
+    /// same device, inode, size and modification time), so a file another process renamed into
+    /// place since is left alone. `unlink` removes a symbolic link itself, never its target,
+    /// and refuses a folder. True when the file was deleted.
+    static func removeFile(atPath path: String, ifStill status: FileStatus) -> Bool {
+        guard FileStatus(path: path, followingSymlinks: false) == status else { return false }
+        return unlink(path) == 0
+    }
+
     /// Logs a warning when the storage folder is writable by group or others.
     private func warnAboutWritableDirectory(logger: Logger?) {
         guard let logger else { return }

@@ -49,8 +49,20 @@ struct SignCommand: AsyncParsableCommand {
             certificate's signature is re-encoded. An entry made from a certificate that cannot issue \
             others is marked "leaf", which lets AsyncHTTPClient (leaf only) rule it out; a CA key or \
             a bare digest makes AsyncHTTPClient refuse what it cannot check. Needs the whole-list \
-            signature. Example:
+            signature. --revoke-key-from-host and --revoke-cert-from-host (HOST[:PORT]) take the \
+            leaf a TLS server presents instead of a file (--revoke-cert-from-host also needs the \
+            issuer the server sends after it); the chain is not verified (revoking can only refuse \
+            more), so check the fingerprint and subject printed for each. Example:
               pinstore sign --key list-signing.key.pem --ca issuing-ca.pem --name api.example.com --revoke-cert stolen-leaf-and-issuer.pem
+              pinstore sign --key list-signing.key.pem --ca issuing-ca.pem --name api.example.com --revoke-key-from-host compromised.example.com
+
+            --crl-host NAME=MODE (repeatable) writes the list's "crl" section: the CRL mode of a \
+            host or a "*." pattern (the most specific entry applies), one of off, reportOnly, \
+            enforce or enforceHardFail; hosts it does not name keep each store's crlMode. It is \
+            checked with the stores' own reader (an unknown mode, or two entries equally specific \
+            for some name, is refused here) and needs the whole-list signature. Give the list a \
+            new --list-version whenever the section changes. Example:
+              pinstore sign --key list-signing.key.pem --ca issuing-ca.pem --name api.example.com --crl-host api.example.com=enforce --crl-host '*.pay.example=enforceHardFail'
             """
     )
 
@@ -111,6 +123,15 @@ struct SignCommand: AsyncParsableCommand {
     @Option(parsing: .upToNextOption, help: "Certificate files whose first certificate to revoke for every host (its SHA-256; with its issuer next in the file, also issuer key and serial).")
     var revokeCert: [String] = []
 
+    @Option(parsing: .upToNextOption, help: "TLS servers (host[:port]) whose presented leaf's key to revoke for every host.")
+    var revokeKeyFromHost: [String] = []
+
+    @Option(parsing: .upToNextOption, help: "TLS servers (host[:port]) whose presented leaf to revoke for every host (its SHA-256, and issuer key and serial: the server must send the issuer).")
+    var revokeCertFromHost: [String] = []
+
+    @Option(help: "A host or *. pattern and its CRL mode, as NAME=MODE (off, reportOnly, enforce, enforceHardFail), for the list's crl section. Repeatable.")
+    var crlHost: [String] = []
+
     func validate() throws {
         if key.isEmpty {
             throw ValidationError("Give at least one --key.")
@@ -127,8 +148,11 @@ struct SignCommand: AsyncParsableCommand {
         if noListSignature, key.count > 1 || listVersion != nil || listExpires != nil || certificateTransparency != nil {
             throw ValidationError("Several --key, --list-version, --list-expires and --certificate-transparency need the whole-list signature.")
         }
-        if noListSignature, !revokeKey.isEmpty || !revokeCert.isEmpty {
-            throw ValidationError("--revoke-key and --revoke-cert need the whole-list signature: stores refuse a revocations section no signature covers.")
+        if noListSignature, !revokeKey.isEmpty || !revokeCert.isEmpty || !revokeKeyFromHost.isEmpty || !revokeCertFromHost.isEmpty {
+            throw ValidationError("--revoke-key, --revoke-cert and their -from-host forms need the whole-list signature: stores refuse a revocations section no signature covers.")
+        }
+        if noListSignature, !crlHost.isEmpty {
+            throw ValidationError("--crl-host needs the whole-list signature: stores refuse a crl section no signature covers (whoever answers could otherwise turn the check off).")
         }
         if (spki || !ca.isEmpty), noListSignature {
             throw ValidationError("--spki and --ca need the whole-list signature: PinStore drops key pins that no signature covers.")
@@ -187,14 +211,15 @@ struct SignCommand: AsyncParsableCommand {
             Console.printError("warning: the entry for \(item.name) expired at \(UnixTime.iso8601(item.expires)); clients will ignore it")
         }
         let section = try certificateTransparency.map { try InputFiles.data($0, what: "certificateTransparency section") }
-        let revocations = try revocationEntries()
+        let revocations = try await revocationEntries()
+        let crl = try crlSection()
         let json: Data
         do {
             let listTimestamp = noListSignature ? nil : try timestamp.map { try UnixTime.parse($0, option: "--timestamp") } ?? now
             let listExpiry = try listExpires.map { try UnixTime.parse($0, option: "--list-expires") }
             json = try FingerprintListSigner(privateKey: signingKeys[0], additionalKeys: Array(signingKeys.dropFirst()))
                 .staticList(entries, timestamp: listTimestamp, version: listVersion, expires: listExpiry, certificateTransparency: section,
-                            revocations: revocations)
+                            revocations: revocations, crl: crl)
         } catch {
             throw CLIError("signing", error)
         }
@@ -206,8 +231,9 @@ struct SignCommand: AsyncParsableCommand {
         }
     }
 
-    /// The `revocations` section of --revoke-key and --revoke-cert, in the order given.
-    private func revocationEntries() throws -> [ListRevocations.Wire] {
+    /// The `revocations` section of --revoke-key, --revoke-cert and their -from-host forms, in
+    /// that order.
+    private func revocationEntries() async throws -> [ListRevocations.Wire] {
         var revocations: [ListRevocations.Wire] = []
         func certificates(_ path: String) throws -> [X509Certificate] {
             let data = try InputFiles.data(path, what: "certificate file")
@@ -228,20 +254,59 @@ struct SignCommand: AsyncParsableCommand {
         }
         for path in revokeCert {
             let chain = try certificates(path)
-            // The issuer and serial entry is the one that holds: the certificate's digest
-            // changes when someone re-encodes its signature (an ECDSA signature's s and n - s
-            // both verify), and the serial under the issuer's key does not. So the issuer is
-            // required, and must really be the certificate's issuer.
             guard chain.count > 1 else {
                 throw CLIError("--revoke-cert \(path) holds one certificate; give it followed by its issuer (a chain file): its SHA-256 alone can be changed by re-encoding its signature, its issuer key and serial number cannot")
             }
-            guard chain[0].isIssued(by: chain[1]) else {
-                throw CLIError("--revoke-cert \(path): the second certificate did not issue the first (OpenSSL); give the certificate followed by its issuer")
+            revocations += try Self.certificateRevocations(chain, origin: "--revoke-cert \(path)")
+        }
+        for target in revokeKeyFromHost {
+            let leaf = try await Self.presentedChain(target, option: "--revoke-key-from-host")[0]
+            Console.printError("revoking the key (SPKI SHA-256 \(leaf.spkiSHA256Base64)) of \(leaf.subject), presented by \(target)")
+            revocations.append(.key(of: leaf))
+        }
+        for target in revokeCertFromHost {
+            let chain = try await Self.presentedChain(target, option: "--revoke-cert-from-host")
+            guard chain.count > 1 else {
+                throw CLIError("--revoke-cert-from-host \(target) presented its leaf alone; its SHA-256 alone can be changed by re-encoding its signature, so the issuer is needed: revoke from a chain file (--revoke-cert), or revoke the key (--revoke-key-from-host)")
             }
-            revocations.append(.certificate(chain[0]))
-            revocations.append(.issuerSerial(of: chain[0], issuerKeySHA256: try Self.spkiDigest(chain[1])))
+            Console.printError("revoking the certificate (SHA-256 \(chain[0].fingerprintBase64), serial \(chain[0].serialNumber)) of \(chain[0].subject), issued by \(chain[1].subject), presented by \(target)")
+            revocations += try Self.certificateRevocations(chain, origin: "--revoke-cert-from-host \(target)")
         }
         return revocations
+    }
+
+    /// The revocations of `chain[0]`, whose issuer is `chain[1]`: its SHA-256, and its issuer
+    /// key and serial number. The second entry is the one that holds: the certificate's digest
+    /// changes when someone re-encodes its signature (an ECDSA signature's s and n - s both
+    /// verify), and the serial under the issuer's key does not. So the issuer must really be
+    /// the certificate's issuer.
+    private static func certificateRevocations(_ chain: [X509Certificate], origin: String) throws -> [ListRevocations.Wire] {
+        guard chain[0].isIssued(by: chain[1]) else {
+            throw CLIError("\(origin): the second certificate did not issue the first (OpenSSL); give the certificate followed by its issuer")
+        }
+        return [.certificate(chain[0]), .issuerSerial(of: chain[0], issuerKeySHA256: try spkiDigest(chain[1]))]
+    }
+
+    /// The chain `target` (host[:port]) presents, unverified: a revocation can only refuse more.
+    private static func presentedChain(_ target: String, option: String) async throws -> [X509Certificate] {
+        let endpoint = try TLSEndpoint(parsing: target)
+        let chain = try await PresentedChainReader.read(endpoint)
+        guard !chain.isEmpty else { throw CLIError("\(option) \(target) presented no certificate") }
+        return chain
+    }
+
+    /// The `crl` section of --crl-host, in the order given; nil without any. Only split here:
+    /// the modes and names are judged by the stores' reader when the signer reads the list back.
+    private func crlSection() throws -> CRLHostList.Wire? {
+        guard !crlHost.isEmpty else { return nil }
+        var hosts: [CTLogList.Wire.Host] = []
+        for value in crlHost {
+            guard let equals = value.firstIndex(of: "="), equals != value.startIndex, value.index(after: equals) != value.endIndex else {
+                throw CLIError("--crl-host \(value): expected NAME=MODE, e.g. api.example.com=enforce (modes: \(CRLCheckMode.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            hosts.append(CTLogList.Wire.Host(name: String(value[..<equals]), mode: String(value[value.index(after: equals)...])))
+        }
+        return CRLHostList.Wire(hosts: hosts)
     }
 
     /// `entry` as a key pin on `certificate` with --spki; unchanged otherwise.

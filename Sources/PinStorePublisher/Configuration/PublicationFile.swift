@@ -20,6 +20,7 @@ import Foundation
 ///   "gracePeriod": "14d", "minimumRemainingValidity": "1d",
 ///   "certificateTransparencySection": "ct/section.json",
 ///   "revocations": "revocations.json",
+///   "crl": "crl.json",
 ///   "outputFolder": "public", "stateFolder": "state"
 /// }
 /// ```
@@ -47,6 +48,7 @@ import Foundation
 /// | `signingCommandTimeout` | `"30s"` | a signing command still running then is killed |
 /// | `listFileName` | `"list.json"` | the list's name in `outputFolder` |
 /// | `revocations` | none | a JSON file holding the `revocations` section (an array, as lists carry it) signed into every list; read at start, so restart the publisher after changing it (the next list then goes out at once); vantage points co-sign only a section equal to their own |
+/// | `crl` | none | a JSON file holding the `crl` section (`{"hosts": [{"name", "mode"}]}`, as lists carry it: per-host CRL modes) signed into every list; read at start like `revocations`; vantage points co-sign only a section equal to their own |
 /// | `vantagePoint` | none | `{"name", "proposalsFolder", "proposalTimeout": "1h"}` for several publishers |
 ///
 /// Signing keys are key files or commands, never key material: a value that looks like a PEM
@@ -144,6 +146,8 @@ public struct PublicationFile: Sendable {
     package var certificateTransparencySection: String?
     /// A file holding the `revocations` section every published list carries.
     package var revocations: String?
+    /// A file holding the `crl` section (per-host CRL modes) every published list carries.
+    package var crl: String?
     package var outputFolder: String
     package var stateFolder: String
     package var listFileName = "list.json"
@@ -287,7 +291,7 @@ extension PublicationFile {
             let known: Set<String> = ["partners", "signingKeys", "otherPublisherKeys", "approverKeys", "threshold", "keyDocuments",
                                       "signingCommandTimeout", "expires", "resignInterval", "probeInterval", "minimumSightings",
                                       "minimumSpan", "gracePeriod", "minimumRemainingValidity", "announcementLifetime",
-                                      "certificateTransparencySection", "revocations", "outputFolder", "stateFolder", "listFileName", "vantagePoint"]
+                                      "certificateTransparencySection", "revocations", "crl", "outputFolder", "stateFolder", "listFileName", "vantagePoint"]
             try StrictKeys.check(decoder, known: known)
             let c = try decoder.container(keyedBy: AnyCodingKey.self)
             func key(_ name: String) -> AnyCodingKey { AnyCodingKey(stringValue: name) }
@@ -315,6 +319,7 @@ extension PublicationFile {
             file.announcementLifetime = try duration("announcementLifetime", file.announcementLifetime)
             file.certificateTransparencySection = try c.decodeIfPresent(String.self, forKey: key("certificateTransparencySection"))
             file.revocations = try c.decodeIfPresent(String.self, forKey: key("revocations"))
+            file.crl = try c.decodeIfPresent(String.self, forKey: key("crl"))
             file.listFileName = try c.decodeIfPresent(String.self, forKey: key("listFileName")) ?? file.listFileName
             file.vantagePoint = try c.decodeIfPresent(VantagePoint.self, forKey: key("vantagePoint"))
             self.file = file

@@ -20,6 +20,8 @@ package struct PublisherSetup: Sendable {
     package let certificateTransparencySection: Data?
     /// The `revocations` section every list carries (empty when none is configured).
     package let revocations: [ListRevocations.Wire]
+    /// The `crl` section every list carries (nil when none is configured).
+    package let crl: CRLHostList.Wire?
     /// The key document file, when configured.
     package let keyDocuments: Data?
 
@@ -124,6 +126,16 @@ package struct PublisherSetup: Sendable {
             }
         } else {
             self.revocations = []
+        }
+        if let path = file.crl {
+            let data = try Self.read(file.resolve(path), what: "crl")
+            do {
+                self.crl = try CRLHostList.checkedSection(data)
+            } catch {
+                throw PublisherError(.unreadableReference, "crl \(path) is not a section a store accepts: \(error.reason)")
+            }
+        } else {
+            self.crl = nil
         }
     }
 

@@ -19,7 +19,8 @@ package final class ListAssembly: Sendable {
 
     /// The unsigned body of list `version`.
     package func unsignedBody(entries: [FingerprintEntry], version: Int64, timestamp: Int64, expires: Int64,
-                              certificateTransparency: Data?, revocations: [ListRevocations.Wire] = []) async throws(PublisherError) -> Data {
+                              certificateTransparency: Data?, revocations: [ListRevocations.Wire] = [],
+                              crl: CRLHostList.Wire? = nil) async throws(PublisherError) -> Data {
         var signed: [(entry: FingerprintEntry, signature: Data)] = []
         signed.reserveCapacity(entries.count)
         for entry in entries {
@@ -37,7 +38,7 @@ package final class ListAssembly: Sendable {
         do {
             return try FingerprintListSigner.unsignedStaticList(signed, timestamp: timestamp, version: version, expires: expires,
                                                                 certificateTransparency: certificateTransparency, revocations: revocations,
-                                                                labelledSignatures: true)
+                                                                crl: crl, labelledSignatures: true)
         } catch {
             throw PublisherError(.refusedByRuntime, "The list would be refused by clients: \(error.reason)")
         }

@@ -44,6 +44,7 @@ extension Publisher {
         // A revocation added to (or removed from) the publication file goes out now, not at
         // the next re-signing.
         if !Self.sameRevocations(last.revocations ?? [], setup.revocations) { return true }
+        if !Self.sameCRL(last.crl, setup.crl) { return true }
         return now.timeIntervalSince(last.publishedAt) >= setup.file.resignInterval.seconds
             || Double(last.expires) - now.timeIntervalSince1970 <= setup.file.expires.seconds - setup.file.resignInterval.seconds
     }
@@ -115,7 +116,7 @@ extension Publisher {
         let expires = Int64((now.timeIntervalSince1970 + setup.file.expires.seconds).rounded(.down))
         let body = try await assembly.unsignedBody(entries: plan.entries, version: version, timestamp: timestamp, expires: expires,
                                                    certificateTransparency: setup.certificateTransparencySection,
-                                                   revocations: setup.revocations)
+                                                   revocations: setup.revocations, crl: setup.crl)
         let pins = plan.pins.map { pin -> Proposal.Pin in
             let seen = state.partners[pin.partnerID]?.certificates.values.first { $0.pin(pin.kind)?.value == pin.value }
             let kept = state.publishedPins.contains { $0.entryKey == pin.entryKey }
@@ -155,6 +156,11 @@ extension Publisher {
         guard let revocations = Self.revocations(in: body), Self.sameRevocations(revocations, setup.revocations) else {
             return "the body's revocations are not the ones this vantage point's publication file names"
         }
+        // The CRL modes too: a proposal that turns a host's check off (or hard-fails one) is the
+        // team's decision, not one vantage point's.
+        guard let crl = Self.crl(in: body), Self.sameCRL(crl, setup.crl) else {
+            return "the body's crl section is not the one this vantage point's publication file names"
+        }
         let bodyKeys = Set(parsed.entries.map(\.entry.entryKey))
         guard bodyKeys == Set(proposal.pins.map(\.entryKey)), parsed.entries.count == proposal.pins.count else {
             return "the body's entries are not the pins the proposal describes"
@@ -190,6 +196,19 @@ extension Publisher {
         struct Member: Decodable { let revocations: [ListRevocations.Wire]? }
         guard let member = try? JSONDecoder().decode(Member.self, from: body) else { return nil }
         return member.revocations ?? []
+    }
+
+    /// The `crl` section of a list body, as written (`.some(nil)` when it has none); nil when
+    /// the member is there but is not a crl section.
+    static func crl(in body: Data) -> CRLHostList.Wire?? {
+        struct Member: Decodable { let crl: CRLHostList.Wire? }
+        guard let member = try? JSONDecoder().decode(Member.self, from: body) else { return nil }
+        return .some(member.crl)
+    }
+
+    /// Whether two crl sections give the same hosts the same modes, in whatever order written.
+    static func sameCRL(_ a: CRLHostList.Wire?, _ b: CRLHostList.Wire?) -> Bool {
+        a.map { Set($0.hosts) } == b.map { Set($0.hosts) }
     }
 
     /// Whether two sections revoke the same entries, in whatever order they were written.
@@ -286,7 +305,7 @@ extension Publisher {
         state.lastPublished = PublisherState.PublishedListRecord(
             version: checked.version, timestamp: checked.timestamp, expires: checked.expires ?? checked.timestamp,
             sha256: SHA256Digest.hash(list).base64EncodedString(), publishedAt: now, entries: keys,
-            revocations: Self.revocations(in: list))
+            revocations: Self.revocations(in: list), crl: Self.crl(in: list) ?? nil)
         save()
         let added = keys.filter { !previous.contains($0) }.count
         let removed = previous.subtracting(keys).count

@@ -119,6 +119,9 @@ package struct PublisherState: Codable, Sendable, Equatable {
         /// The `revocations` section it carried (nil in a state file written before revocations):
         /// a changed section makes the next list due at once.
         package var revocations: [ListRevocations.Wire]? = nil
+        /// The `crl` section it carried (nil when none, and in a state file written before it):
+        /// a changed section makes the next list due at once.
+        package var crl: CRLHostList.Wire? = nil
     }
 
     /// A key announced for a partner before it is deployed.

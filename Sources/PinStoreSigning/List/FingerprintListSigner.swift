@@ -73,9 +73,11 @@ public struct FingerprintListSigner: Sendable {
     }
 
     /// ``staticList(_:timestamp:version:expires:certificateTransparency:)`` carrying a
-    /// `revocations` section (``ListRevocations``), which needs the whole-list signature too.
+    /// `revocations` section (``ListRevocations``) and a `crl` section (``CRLHostList``), which
+    /// need the whole-list signature too.
     package func staticList(_ entries: [FingerprintEntry], timestamp: Int64?, version: Int64?, expires: Int64?,
-                            certificateTransparency: Data?, revocations: [ListRevocations.Wire]) throws(PinStoreError) -> Data {
+                            certificateTransparency: Data?, revocations: [ListRevocations.Wire],
+                            crl: CRLHostList.Wire? = nil) throws(PinStoreError) -> Data {
         var lines: [String] = []
         lines.reserveCapacity(entries.count)
         for entry in entries {
@@ -83,8 +85,8 @@ public struct FingerprintListSigner: Sendable {
             lines.append(Self.entryObject(entry, signature: signature))
         }
         guard let timestamp else {
-            if version != nil || expires != nil || !additionalKeys.isEmpty || certificateTransparency != nil || !revocations.isEmpty {
-                throw PinStoreError(.invalidListData, "A list version, expiry, Certificate Transparency section, revocations or several signing keys need the whole-list signature; sign with a timestamp.")
+            if version != nil || expires != nil || !additionalKeys.isEmpty || certificateTransparency != nil || !revocations.isEmpty || crl != nil {
+                throw PinStoreError(.invalidListData, "A list version, expiry, Certificate Transparency section, revocations, crl section or several signing keys need the whole-list signature; sign with a timestamp.")
             }
             // Clients drop key pins that no whole-list signature covers (the per-entry signature
             // does not cover the `pin` member): refuse to make a list that would pin nothing.
@@ -97,7 +99,7 @@ public struct FingerprintListSigner: Sendable {
         }
         let unsigned = try Self.unsignedStaticList(entryLines: lines, timestamp: timestamp, version: version, expires: expires,
                                                    certificateTransparency: certificateTransparency, revocations: revocations,
-                                                   labelledSignatures: !additionalKeys.isEmpty)
+                                                   crl: crl, labelledSignatures: !additionalKeys.isEmpty)
         return try WholeListSignature.sign(unsigned, with: [privateKey] + additionalKeys)
     }
 
@@ -109,16 +111,16 @@ public struct FingerprintListSigner: Sendable {
     /// Checked with the clients' parser like ``staticList(_:timestamp:version:expires:certificateTransparency:)``.
     package static func unsignedStaticList(_ entries: [(entry: FingerprintEntry, signature: Data)], timestamp: Int64,
                                            version: Int64?, expires: Int64?, certificateTransparency: Data?,
-                                           revocations: [ListRevocations.Wire] = [],
+                                           revocations: [ListRevocations.Wire] = [], crl: CRLHostList.Wire? = nil,
                                            labelledSignatures: Bool) throws(PinStoreError) -> Data {
         try unsignedStaticList(entryLines: entries.map { entryObject($0.entry, signature: $0.signature) }, timestamp: timestamp,
                                version: version, expires: expires, certificateTransparency: certificateTransparency,
-                               revocations: revocations, labelledSignatures: labelledSignatures)
+                               revocations: revocations, crl: crl, labelledSignatures: labelledSignatures)
     }
 
     private static func unsignedStaticList(entryLines lines: [String], timestamp: Int64, version: Int64?, expires: Int64?,
                                            certificateTransparency: Data?, revocations: [ListRevocations.Wire],
-                                           labelledSignatures: Bool) throws(PinStoreError) -> Data {
+                                           crl: CRLHostList.Wire?, labelledSignatures: Bool) throws(PinStoreError) -> Data {
         var members = ["\"\(WholeListSignature.member)\": \"\""]
         if labelledSignatures { members.append("\"\(WholeListSignature.extraMember)\": []") }
         if let version { members.append("\"version\": \(version)") }
@@ -127,6 +129,7 @@ public struct FingerprintListSigner: Sendable {
             members.append("\"certificateTransparency\": \(String(decoding: try CertificateTransparencyTools.checkedSection(certificateTransparency), as: UTF8.self))")
         }
         if let section = try revocationsMember(revocations) { members.append(section) }
+        if let crl { members.append(try crlMember(crl)) }
         members.append("\"timestamp\": \(timestamp)")
         let unsigned = document(members: members, entryLines: lines)
         try checkClientsAccept(unsigned)
@@ -144,9 +147,11 @@ public struct FingerprintListSigner: Sendable {
     }
 
     /// ``challengeModeBody(_:timestamp:version:expires:certificateTransparency:)`` carrying a
-    /// `revocations` section (``ListRevocations``), covered by the response signature.
+    /// `revocations` section (``ListRevocations``) and a `crl` section (``CRLHostList``), covered
+    /// by the response signature.
     package static func challengeModeBody(_ entries: [FingerprintEntry], timestamp: Int64, version: Int64?, expires: Int64?,
-                                          certificateTransparency: Data?, revocations: [ListRevocations.Wire]) throws(PinStoreError) -> Data {
+                                          certificateTransparency: Data?, revocations: [ListRevocations.Wire],
+                                          crl: CRLHostList.Wire? = nil) throws(PinStoreError) -> Data {
         let lines = entries.map { entryObject($0, signature: nil) }
         var members: [String] = []
         if let version { members.append("\"version\": \(version)") }
@@ -155,6 +160,7 @@ public struct FingerprintListSigner: Sendable {
             members.append("\"certificateTransparency\": \(String(decoding: try CertificateTransparencyTools.checkedSection(certificateTransparency), as: UTF8.self))")
         }
         if let section = try revocationsMember(revocations) { members.append(section) }
+        if let crl { members.append(try crlMember(crl)) }
         members.append("\"timestamp\": \(timestamp)")
         let json = document(members: members, entryLines: lines)
         try checkClientsAccept(json)
@@ -224,6 +230,18 @@ public struct FingerprintListSigner: Sendable {
             }
         }
         return "\"revocations\": [\n    " + lines.joined(separator: ",\n    ") + "\n  ]"
+    }
+
+    /// `"crl": {"hosts": [...]}` on one line. The parse-back check reads it with the stores'
+    /// reader (``CRLHostList``), so a mode or name stores refuse is refused here.
+    private static func crlMember(_ crl: CRLHostList.Wire) throws(PinStoreError) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+        do {
+            return "\"crl\": " + String(decoding: try encoder.encode(crl), as: UTF8.self)
+        } catch {
+            throw PinStoreError(.invalidListData, "The crl section could not be written as JSON: \(error)")
+        }
     }
 
     private static func document(members: [String], entryLines: [String]) -> Data {
