@@ -85,7 +85,7 @@ extension PinStore {
     ///
     /// A host under an enforcing CRL mode also gets the system's revocation policy (OCSP and
     /// CRLs, as the system fetches and caches them), on top of the pin rules' own CRL step;
-    /// see ``SystemRevocationPolicy``.
+    /// see `SystemRevocationPolicy`.
     private func platformValidatedChain(_ trust: SecTrust, host: String) -> Result<[Data], ChainValidationError> {
         if let name = try? HostName(host),
            let flags = SystemRevocationPolicy.flags(for: crl.mode(for: name, list: state.withLock { $0.list.crl })) {

@@ -1,6 +1,6 @@
 /// What Apple platforms add for a host under a CRL mode: the system's revocation policy
 /// (`SecPolicyCreateRevocation`) on the `SecTrust` URLSession hands to
-/// ``PinStore/handle(_:updateOnEmpty:updateOnMismatch:completionHandler:)``, evaluated with
+/// `PinStore.handle(_:updateOnEmpty:updateOnMismatch:completionHandler:)`, evaluated with
 /// the platform's normal trust evaluation. The pin rules' own CRL step and the signed list's
 /// revocations run after it on every platform.
 ///
