@@ -6,16 +6,28 @@ import Testing
 
 /// `pinstore sign --revoke-key-from-host / --revoke-cert-from-host`: what a real TLS server on
 /// 127.0.0.1 presents is revoked, what was revoked is printed for the operator to check, and a
-/// store reading the list refuses it. The test kit's CA issues the server's leaf and a sibling.
+/// store reading the list refuses it. The test kit's CA issues the server's leaf and a sibling;
+/// the chain is verified against that CA (`--ca-file`) for `--server-name localhost`, as `--host`
+/// verifies what it pins.
 @Suite(.serialized) struct SignRevokeFromHostCommandTests {
     struct World {
         let pki: TestPKI
         let sibling: TestIdentity
         let server: TestHTTPSServer
+        /// The test CA's root, DER, for `--ca-file`.
+        let rootFile: URL
 
         static func start() async throws -> World {
             let pki = try TestPKI(hosts: ["localhost"])
-            return World(pki: pki, sibling: try pki.issueLeaf(for: ["localhost"]), server: try await TestHTTPSServer.start(presenting: pki.leaf))
+            let rootFile = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-revoke-host-root-\(UUID().uuidString).der")
+            try pki.root.derRepresentation.write(to: rootFile)
+            return World(pki: pki, sibling: try pki.issueLeaf(for: ["localhost"]), server: try await TestHTTPSServer.start(presenting: pki.leaf),
+                         rootFile: rootFile)
+        }
+
+        /// `option` against the server, verified for localhost under the test CA.
+        func fromHost(_ option: String) -> [String] {
+            [option, "127.0.0.1:\(server.port)", "--server-name", "localhost", "--ca-file", rootFile.path]
         }
 
         /// Signs a list pinning both leaves for localhost, with `extra` arguments.
@@ -34,13 +46,16 @@ import Testing
             store.pinDecision(host: "localhost", validatedChain: leaf.chainDER + [pki.root.derRepresentation])
         }
 
-        func shutdown() async { try? await server.shutdown() }
+        func shutdown() async {
+            try? await server.shutdown()
+            try? FileManager.default.removeItem(at: rootFile)
+        }
     }
 
     @Test(.timeLimit(.minutes(1)))
     func theLeafAHostPresentsIsRevokedAndItsSiblingAllowed() async throws {
         let world = try await World.start()
-        let (list, _) = try await world.sign(["--revoke-cert-from-host", "127.0.0.1:\(world.server.port)"])
+        let (list, _) = try await world.sign(world.fromHost("--revoke-cert-from-host"))
         let store = try await SignRevocationCommandTests.store(reading: list)
         #expect(world.decision(store, world.pki.leaf).failure?.reason.listRevocation?.kind == .certificate)
         #expect(world.decision(store, world.sibling).isAllowed)
@@ -52,16 +67,54 @@ import Testing
     @Test(.timeLimit(.minutes(1)))
     func whatWasRevokedFromAHostIsPrintedWithItsFingerprintAndSubject() async throws {
         let world = try await World.start()
-        let stderr = try await world.sign(["--revoke-cert-from-host", "127.0.0.1:\(world.server.port)"]).stderr
+        let stderr = try await world.sign(world.fromHost("--revoke-cert-from-host")).stderr
         #expect(stderr.contains(world.pki.leaf.certificate.fingerprintBase64), "\(stderr)")
         #expect(stderr.contains(world.pki.leaf.certificate.subject), "\(stderr)")
+        #expect(stderr.contains("names: localhost"), "\(stderr)")
+        await world.shutdown()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aChainThatDoesNotVerifyIsNotRevokedWithoutInsecure() async throws {
+        // Without --ca-file the system store does not trust the test CA: whoever sits on the
+        // path could have chosen that chain, so nothing is revoked and no list is written.
+        let world = try await World.start()
+        let list = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-revoke-host-\(UUID().uuidString).json")
+        let result = try await PinstoreBinary.run(["sign", "--key", SignRevocationCommandTests.key, "--out", list.path,
+                                                   "--entry", "localhost,\(world.pki.leaf.certificate.fingerprintBase64),4102444799",
+                                                   "--revoke-key-from-host", "127.0.0.1:\(world.server.port)", "--server-name", "localhost"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("does not verify") && result.stderr.contains("refusing to revoke"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: list.path))
+        await world.shutdown()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aChainForAnotherNameIsNotRevoked() async throws {
+        let world = try await World.start()
+        let result = try await PinstoreBinary.run(["sign", "--key", SignRevocationCommandTests.key,
+                                                   "--entry", "localhost,\(world.pki.leaf.certificate.fingerprintBase64),4102444799",
+                                                   "--revoke-cert-from-host", "127.0.0.1:\(world.server.port)", "--server-name", "other.example",
+                                                   "--ca-file", world.rootFile.path])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("does not verify for other.example"), "\(result.stderr)")
+        await world.shutdown()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func insecureRevokesAnUnverifiedChainWithAWarning() async throws {
+        let world = try await World.start()
+        let (list, stderr) = try await world.sign(["--revoke-key-from-host", "127.0.0.1:\(world.server.port)", "--insecure"])
+        let store = try await SignRevocationCommandTests.store(reading: list)
+        #expect(world.decision(store, world.pki.leaf).failure?.reason.listRevocation?.kind == .key)
+        #expect(stderr.contains("warning: revoking"), "\(stderr)")
         await world.shutdown()
     }
 
     @Test(.timeLimit(.minutes(1)))
     func theKeyAHostPresentsIsRevokedAndPrinted() async throws {
         let world = try await World.start()
-        let (list, stderr) = try await world.sign(["--revoke-key-from-host", "127.0.0.1:\(world.server.port)"])
+        let (list, stderr) = try await world.sign(world.fromHost("--revoke-key-from-host"))
         let store = try await SignRevocationCommandTests.store(reading: list)
         #expect(world.decision(store, world.pki.leaf).failure?.reason.listRevocation?.kind == .key)
         #expect(world.decision(store, world.sibling).isAllowed)

@@ -122,6 +122,21 @@ import Testing
         #expect(error?.code == .invalidListData)
     }
 
+    @Test func anUnknownMemberOfTheSectionRefusesTheList() {
+        // A default mode written beside the hosts would otherwise be read by nobody.
+        let error = #expect(throws: PinStoreError.self) {
+            _ = try Self.section(#"{"hosts": [{"name": "a.example", "mode": "reportOnly"}], "mode": "enforceHardFail"}"#)
+        }
+        #expect(error?.code == .invalidListData)
+    }
+
+    @Test func theSignersCheckRefusesAnUnknownMemberOfTheSection() {
+        let error = #expect(throws: PinStoreError.self) {
+            _ = try CRLHostList.checkedSection(Data(#"{"hosts": [], "defaultMode": "enforce"}"#.utf8))
+        }
+        #expect(error?.reason.contains("defaultMode") == true, "\(String(describing: error))")
+    }
+
     // MARK: The leaf view and the configuration
 
     static func store(mode: CRLCheckMode, pki: TestPKI) throws -> PinStore {

@@ -247,19 +247,8 @@ package struct CTLogList: Sendable {
 
             private enum CodingKeys: String, CodingKey { case name, mode }
 
-            private struct AnyKey: CodingKey {
-                let stringValue: String
-                var intValue: Int? { nil }
-                init(stringValue: String) { self.stringValue = stringValue }
-                init?(intValue: Int) { nil }
-            }
-
             package init(from decoder: any Decoder) throws {
-                let all = try decoder.container(keyedBy: AnyKey.self)
-                if let unknown = all.allKeys.first(where: { CodingKeys(rawValue: $0.stringValue) == nil }) {
-                    throw DecodingError.dataCorruptedError(forKey: unknown, in: all,
-                        debugDescription: "a host entry has only \"name\" and \"mode\"; \"\(unknown.stringValue)\" is not read, and a mode must not hide in it")
-                }
+                try StrictMembers.refuseUnknown(in: decoder, known: ["name", "mode"], "a host entry has only \"name\" and \"mode\"")
                 let container = try decoder.container(keyedBy: CodingKeys.self)
                 name = try container.decode(String.self, forKey: .name)
                 mode = try container.decode(String.self, forKey: .mode)

@@ -46,13 +46,21 @@ package struct CRLHostList: Sendable {
         return wire
     }
 
-    /// The section as JSON. Host entries are the CT section's (`name` and `mode` only, an
-    /// unknown member refused).
+    /// The section as JSON: `hosts` only (an unknown member is refused: a default mode written
+    /// beside the hosts would otherwise be read by nobody). Host entries are the CT section's
+    /// (`name` and `mode` only, an unknown member refused).
     package struct Wire: Codable, Sendable, Hashable {
         package let hosts: [CTLogList.Wire.Host]
 
         package init(hosts: [CTLogList.Wire.Host]) {
             self.hosts = hosts
+        }
+
+        private enum CodingKeys: String, CodingKey { case hosts }
+
+        package init(from decoder: any Decoder) throws {
+            try StrictMembers.refuseUnknown(in: decoder, known: ["hosts"], "a crl section has only \"hosts\"")
+            hosts = try decoder.container(keyedBy: CodingKeys.self).decode([CTLogList.Wire.Host].self, forKey: .hosts)
         }
     }
 }

@@ -24,7 +24,7 @@ extension PinStore: Service {
     /// It also fetches the cached CRLs again before they expire (planned by `CRLRefreshSchedule`), so a
     /// handshake to a host under a CRL mode finds its CRLs current. A CRL no check has read for
     /// a week is no longer refreshed, and CRL files in the storage folder that expired more
-    /// than a day ago are deleted (once an hour; never a current one, which another worker
+    /// than a day ago are deleted (at most once an hour while CRLs are held; never a current one, which another worker
     /// sharing the folder may still read).
     public func run() async throws {
         // The store's updater does the work; the store is the public face of the service.

@@ -51,8 +51,11 @@ struct SignCommand: AsyncParsableCommand {
             a bare digest makes AsyncHTTPClient refuse what it cannot check. Needs the whole-list \
             signature. --revoke-key-from-host and --revoke-cert-from-host (HOST[:PORT]) take the \
             leaf a TLS server presents instead of a file (--revoke-cert-from-host also needs the \
-            issuer the server sends after it); the chain is not verified (revoking can only refuse \
-            more), so check the fingerprint and subject printed for each. Example:
+            issuer the server sends after it). That chain is verified as --host's is (--ca-file, \
+            --server-name; --insecure to revoke anyway): someone on the network path could \
+            otherwise present another certificate and keep the stolen one accepted. Check the \
+            fingerprint, names and dates printed for each; where the path may be hostile, take the \
+            certificate from the server's own files (--revoke-cert). Example:
               pinstore sign --key list-signing.key.pem --ca issuing-ca.pem --name api.example.com --revoke-cert stolen-leaf-and-issuer.pem
               pinstore sign --key list-signing.key.pem --ca issuing-ca.pem --name api.example.com --revoke-key-from-host compromised.example.com
 
@@ -81,11 +84,14 @@ struct SignCommand: AsyncParsableCommand {
     @Option(help: "Trust anchors (PEM) for verifying --host chains instead of the system trust store.")
     var caFile: String?
 
-    @Option(help: "The entry name for --host (default: the host as given).")
+    @Option(help: "The entry name for --host (default: --server-name, else the host as given).")
     var name: String?
 
-    @Flag(help: "Pin what --host presents even when its chain or host name does not verify.")
+    @Flag(help: "Pin (--host) or revoke (--revoke-*-from-host) what a server presents even when its chain or host name does not verify.")
     var insecure = false
+
+    @Option(help: "The server name to send (SNI) and verify for --host and --revoke-*-from-host, e.g. when connecting to an address (default: the host as given).")
+    var serverName: String?
 
     @Option(parsing: .upToNextOption, help: "Entries as name,fingerprint,expires.")
     var entry: [String] = []
@@ -188,20 +194,11 @@ struct SignCommand: AsyncParsableCommand {
             entries.append(FingerprintEntry(name: name ?? "", fingerprint: try Self.spkiDigest(authority),
                                             expires: expiresOverride ?? Int64(authority.notAfter.timeIntervalSince1970), kind: .caPublicKey))
         }
-        let roots = try hostTrustRoots()
         for target in host {
             let endpoint = try TLSEndpoint(parsing: target)
-            let chain = try await PresentedChainReader.read(endpoint)
-            do {
-                _ = try ChainValidator(trustRoots: roots).validate(chain: chain.map(\.derRepresentation), hostname: endpoint.host)
-            } catch {
-                guard insecure else {
-                    throw CLIError("\(endpoint) presented a chain that does not verify for \(endpoint.host) (\(error)); refusing to pin it. Use --ca-file for a private CA, or --insecure to pin it anyway")
-                }
-                Console.printError("warning: pinning the leaf \(endpoint) presented although it does NOT verify (\(error)); check its fingerprint out of band")
-            }
+            let chain = try await verifiedPresentedChain(target, option: "--host", action: "pin")
             let leaf = try entry(for: chain[0], origin: target, expires: expiresOverride)
-            entries.append(try keyPin(FingerprintEntry(name: name ?? endpoint.host, fingerprint: leaf.fingerprint, expires: leaf.expires), chain[0]))
+            entries.append(try keyPin(FingerprintEntry(name: name ?? serverName ?? endpoint.host, fingerprint: leaf.fingerprint, expires: leaf.expires), chain[0]))
         }
         for text in entry {
             entries.append(try Self.parseEntry(text))
@@ -260,16 +257,16 @@ struct SignCommand: AsyncParsableCommand {
             revocations += try Self.certificateRevocations(chain, origin: "--revoke-cert \(path)")
         }
         for target in revokeKeyFromHost {
-            let leaf = try await Self.presentedChain(target, option: "--revoke-key-from-host")[0]
-            Console.printError("revoking the key (SPKI SHA-256 \(leaf.spkiSHA256Base64)) of \(leaf.subject), presented by \(target)")
+            let leaf = try await verifiedPresentedChain(target, option: "--revoke-key-from-host", action: "revoke")[0]
+            Console.printError("revoking the key (SPKI SHA-256 \(leaf.spkiSHA256Base64)) of \(Self.describe(leaf)), presented by \(target)")
             revocations.append(.key(of: leaf))
         }
         for target in revokeCertFromHost {
-            let chain = try await Self.presentedChain(target, option: "--revoke-cert-from-host")
+            let chain = try await verifiedPresentedChain(target, option: "--revoke-cert-from-host", action: "revoke")
             guard chain.count > 1 else {
                 throw CLIError("--revoke-cert-from-host \(target) presented its leaf alone; its SHA-256 alone can be changed by re-encoding its signature, so the issuer is needed: revoke from a chain file (--revoke-cert), or revoke the key (--revoke-key-from-host)")
             }
-            Console.printError("revoking the certificate (SHA-256 \(chain[0].fingerprintBase64), serial \(chain[0].serialNumber)) of \(chain[0].subject), issued by \(chain[1].subject), presented by \(target)")
+            Console.printError("revoking the certificate (SHA-256 \(chain[0].fingerprintBase64), serial \(chain[0].serialNumber)) of \(Self.describe(chain[0])), issued by \(chain[1].subject), presented by \(target)")
             revocations += try Self.certificateRevocations(chain, origin: "--revoke-cert-from-host \(target)")
         }
         return revocations
@@ -287,12 +284,31 @@ struct SignCommand: AsyncParsableCommand {
         return [.certificate(chain[0]), .issuerSerial(of: chain[0], issuerKeySHA256: try spkiDigest(chain[1]))]
     }
 
-    /// The chain `target` (host[:port]) presents, unverified: a revocation can only refuse more.
-    private static func presentedChain(_ target: String, option: String) async throws -> [X509Certificate] {
+    /// The chain `target` (host[:port]) presents, verified against the trust roots (--ca-file
+    /// or the system's) for --server-name or the host, unless --insecure. Revoking needs it as
+    /// much as pinning: an unverified chain lets whoever sits on the path choose what is
+    /// revoked, and keep the stolen certificate accepted.
+    private func verifiedPresentedChain(_ target: String, option: String, action: String) async throws -> [X509Certificate] {
         let endpoint = try TLSEndpoint(parsing: target)
-        let chain = try await PresentedChainReader.read(endpoint)
+        let name = serverName ?? endpoint.host
+        let chain = try await PresentedChainReader.read(endpoint, serverName: serverName)
         guard !chain.isEmpty else { throw CLIError("\(option) \(target) presented no certificate") }
+        do {
+            _ = try ChainValidator(trustRoots: try hostTrustRoots()).validate(chain: chain.map(\.derRepresentation), hostname: name)
+        } catch {
+            guard insecure else {
+                throw CLIError("\(endpoint) presented a chain that does not verify for \(name) (\(error)); refusing to \(action) it. Use --ca-file for a private CA, --server-name for an address, or --insecure to \(action) it anyway")
+            }
+            Console.printError("warning: \(action == "pin" ? "pinning" : "revoking") the leaf \(endpoint) presented although it does NOT verify (\(error)); check its fingerprint out of band")
+        }
         return chain
+    }
+
+    /// A certificate as an operator checks it: subject, DNS names and validity.
+    private static func describe(_ certificate: X509Certificate) -> String {
+        let names = certificate.dnsNames + certificate.ipAddresses
+        let format = ISO8601DateFormatter()
+        return "\(certificate.subject) (names: \(names.isEmpty ? "none" : names.joined(separator: ", ")); valid \(format.string(from: certificate.notBefore)) to \(format.string(from: certificate.notAfter)))"
     }
 
     /// The `crl` section of --crl-host, in the order given; nil without any. Only split here:
