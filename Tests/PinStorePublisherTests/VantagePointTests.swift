@@ -13,12 +13,18 @@ import PinStoreTesting
         let prober: PresentingProber
     }
 
-    static func vantages(pki: TestPKI, shared: URL, clock: TestClock) throws -> [Vantage] {
+    /// `crlSections[i]`, when given, is vantage point i's `crl` section file.
+    static func vantages(pki: TestPKI, shared: URL, clock: TestClock, crlSections: [String]? = nil) throws -> [Vantage] {
         let fixtures = try (0..<3).map { _ in try PublisherFixture(pki: pki) }
         let keys = try fixtures.map { try $0.key.publicKey.x963Representation.base64EncodedString() }
         return try fixtures.enumerated().map { index, fixture in
             let others = keys.enumerated().filter { $0.offset != index }.map { "\"\($0.element)\"" }.joined(separator: ", ")
-            let file = try fixture.file(#", "threshold": 2, "otherPublisherKeys": [\#(others)], "vantagePoint": {"name": "v\#(index)", "proposalsFolder": "\#(shared.path)"}"#)
+            var crl = ""
+            if let section = crlSections?[index] {
+                try PublisherCRLSectionTests.writeSection(section, in: fixture)
+                crl = PublisherCRLSectionTests.file
+            }
+            let file = try fixture.file(#", "threshold": 2, "otherPublisherKeys": [\#(others)], "vantagePoint": {"name": "v\#(index)", "proposalsFolder": "\#(shared.path)"}"# + crl)
             let prober = PresentingProber(trustRoots: .anchors([pki.root, pki.impostorRoot]), clock: clock)
             prober.present(["127.0.0.1:443": pki.leaf.chainDER])
             return Vantage(fixture: fixture, publisher: try Publisher(file: file, prober: prober, clock: clock), prober: prober)
@@ -56,6 +62,31 @@ import PinStoreTesting
         let keys = try vantages.map { try $0.fixture.key.publicKey }
         let checked = try ListAcceptance.checkPublishable(published, keys: keys, threshold: 2, previousVersion: nil, previousTimestamp: nil, at: clock.now())
         #expect(checked.entries.map(\.fingerprint) == [pki.leaf.certificate.fingerprint])
+    }
+
+    @Test func aProposalWhoseCRLSectionDiffersIsNotCoSignedAndOneThatMatchesIs() async throws {
+        // v0 and v1 see the same genuine leaf, but v1's publication file turns the host's CRL
+        // check down to reportOnly: v0's proposal (enforce) is not v1's to sign; v2 agrees with v0.
+        let pki = try TestPKI(hosts: ["localhost"])
+        let shared = FileManager.default.temporaryDirectory.appendingPathComponent("proposals-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: shared) }
+        let clock = TestClock()
+        let enforce = #"{"hosts": [{"name": "localhost", "mode": "enforce"}]}"#
+        let vantages = try Self.vantages(pki: pki, shared: shared, clock: clock,
+                                         crlSections: [enforce, #"{"hosts": [{"name": "localhost", "mode": "reportOnly"}]}"#, enforce])
+        defer { vantages.forEach { $0.fixture.cleanUp() } }
+        await Self.probeThreeTimes([vantages[0], vantages[1]], clock: clock)
+        await vantages[0].publisher.cycle()
+        await vantages[1].publisher.cycle()
+        await vantages[0].publisher.cycle()
+        #expect(ProposalFolder(url: shared).latestListVersion() == nil)
+        #expect(!FileManager.default.fileExists(atPath: vantages[0].fixture.listURL.path))
+
+        await Self.probeThreeTimes([vantages[2]], clock: clock)
+        await vantages[2].publisher.cycle()
+        await vantages[0].publisher.cycle()
+        let published = try Data(contentsOf: vantages[0].fixture.listURL)
+        #expect(Publisher.crl(in: published) == .some(CRLHostList.Wire(hosts: [CTLogList.Wire.Host(name: "localhost", mode: "enforce")])))
     }
 
     @Test func twoProposalsForOneVersionCannotBothBeCreated() throws {
