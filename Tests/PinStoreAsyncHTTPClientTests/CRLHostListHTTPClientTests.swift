@@ -30,44 +30,11 @@ import Testing
             list.crlModes = ["localhost": mode]
             return list
         }
-
-        /// A store whose own `crlMode` is off (so the client can be pinned at all).
-        func store(listURL: URL) throws -> PinStore {
-            var configuration = PinStore.Configuration(serviceURL: listURL, publicKey: key.publicKeyBase64,
-                                                       storageDirectory: FileManager.default.temporaryDirectory
-                                                           .appendingPathComponent("pinstore-crl-ahc-\(UUID().uuidString)"),
-                                                       requestTimeout: 5)
-            configuration.requireListSignature = true
-            return try PinStore(configuration: configuration)
-        }
-
-        /// A pinned client trusting the test root, with localhost and other.example on 127.0.0.1.
-        func client(_ store: PinStore) throws -> HTTPClient {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(pki.root.derRepresentation), format: .der)])
-            var configuration = try HTTPClient.Configuration.pinned(by: store, eventLoopGroup: Pins.group, tlsConfiguration: tls,
-                                                                    updateOnMismatch: false)
-            configuration.dnsOverride = Pins.loopbackOverride(["other.example"])
-            configuration.timeout.connect = .seconds(60)
-            return HTTPClient(eventLoopGroup: Pins.group, configuration: configuration)
-        }
     }
 
     static func get(_ client: HTTPClient, host: String, _ server: TestHTTPSServer) async throws -> String {
         let response = try await client.execute(HTTPClientRequest(url: "https://\(host):\(server.port)/"), timeout: .seconds(20))
         return String(buffer: try await response.body.collect(upTo: 1 << 20))
-    }
-
-    /// Runs `body` with `client`, shutting it down after (AsyncHTTPClient traps otherwise).
-    static func using<T>(_ client: HTTPClient, _ body: () async throws -> T) async throws -> T {
-        do {
-            let result = try await body()
-            try await client.shutdown()
-            return result
-        } catch {
-            try? await client.shutdown()
-            throw error
-        }
     }
 
     @Test(.timeLimit(.minutes(1)), arguments: [CRLCheckMode.enforce, .enforceHardFail])
@@ -76,11 +43,11 @@ import Testing
         let lists = try await TestListServer.start(serving: world.list(localhost: mode), signedWith: world.key)
         let server = try await TestHTTPSServer.start(presenting: world.pki.leaf)
         defer { Task { try? await lists.shutdown(); try? await server.shutdown() } }
-        let store = try world.store(listURL: lists.listURL)
+        let store = try Pins.signedListStore(listURL: lists.listURL, publicKey: world.key.publicKeyBase64)
         #expect(await store.update() == .ok)
-        let client = try world.client(store)
+        let client = try Pins.client(store, updateOnMismatch: false, loopbackNames: ["other.example"], trusting: world.pki.root)
         // Twice: each connection is refused on its own (nothing is cached as allowed).
-        let failures = try await Self.using(client) {
+        let failures = try await Pins.using(client) {
             [await #expect(throws: PinningFailure.self) { try await Self.get(client, host: "localhost", server) },
              await #expect(throws: PinningFailure.self) { try await Self.get(client, host: "localhost", server) }]
         }
@@ -96,10 +63,10 @@ import Testing
         let lists = try await TestListServer.start(serving: world.list(localhost: .enforce), signedWith: world.key)
         let server = try await TestHTTPSServer.start(presenting: world.other)
         defer { Task { try? await lists.shutdown(); try? await server.shutdown() } }
-        let store = try world.store(listURL: lists.listURL)
+        let store = try Pins.signedListStore(listURL: lists.listURL, publicKey: world.key.publicKeyBase64)
         #expect(await store.update() == .ok)
-        let client = try world.client(store)
-        let body = try await Self.using(client) { try await Self.get(client, host: "other.example", server) }
+        let client = try Pins.client(store, updateOnMismatch: false, loopbackNames: ["other.example"], trusting: world.pki.root)
+        let body = try await Pins.using(client) { try await Self.get(client, host: "other.example", server) }
         #expect(body == TestHTTPSServer.responseBody)
         #expect(server.requestCount == 1)
     }
@@ -110,11 +77,11 @@ import Testing
         let lists = try await TestListServer.start(serving: world.list(localhost: .reportOnly), signedWith: world.key)
         let server = try await TestHTTPSServer.start(presenting: world.pki.leaf)
         defer { Task { try? await lists.shutdown(); try? await server.shutdown() } }
-        let store = try world.store(listURL: lists.listURL)
+        let store = try Pins.signedListStore(listURL: lists.listURL, publicKey: world.key.publicKeyBase64)
         #expect(await store.update() == .ok)
         let events = store.decisions()
-        let client = try world.client(store)
-        let body = try await Self.using(client) { try await Self.get(client, host: "localhost", server) }
+        let client = try Pins.client(store, updateOnMismatch: false, loopbackNames: ["other.example"], trusting: world.pki.root)
+        let body = try await Pins.using(client) { try await Self.get(client, host: "localhost", server) }
         #expect(body == TestHTTPSServer.responseBody)
         var iterator = events.makeAsyncIterator()
         let event = await iterator.next()

@@ -34,43 +34,11 @@ import Testing
             list.revocations = revocations
             return list
         }
-
-        func store(listURL: URL) throws -> PinStore {
-            var configuration = PinStore.Configuration(serviceURL: listURL, publicKey: key.publicKeyBase64,
-                                                       storageDirectory: FileManager.default.temporaryDirectory
-                                                           .appendingPathComponent("pinstore-revocation-ahc-\(UUID().uuidString)"),
-                                                       requestTimeout: 5)
-            configuration.requireListSignature = true
-            return try PinStore(configuration: configuration)
-        }
-
-        /// A pinned client trusting the test root, with localhost on 127.0.0.1.
-        func client(_ store: PinStore) throws -> HTTPClient {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(pki.root.derRepresentation), format: .der)])
-            var configuration = try HTTPClient.Configuration.pinned(by: store, eventLoopGroup: Pins.group, tlsConfiguration: tls,
-                                                                    updateOnMismatch: false)
-            configuration.dnsOverride = Pins.loopbackOverride()
-            configuration.timeout.connect = .seconds(60)
-            return HTTPClient(eventLoopGroup: Pins.group, configuration: configuration)
-        }
     }
 
     static func get(_ client: HTTPClient, _ server: TestHTTPSServer) async throws -> String {
         let response = try await client.execute(HTTPClientRequest(url: "https://localhost:\(server.port)/"), timeout: .seconds(20))
         return String(buffer: try await response.body.collect(upTo: 1 << 20))
-    }
-
-    /// Runs `body` with `client`, shutting it down after (AsyncHTTPClient traps otherwise).
-    static func using<T>(_ client: HTTPClient, _ body: () async throws -> T) async throws -> T {
-        do {
-            let result = try await body()
-            try await client.shutdown()
-            return result
-        } catch {
-            try? await client.shutdown()
-            throw error
-        }
     }
 
     @Test(.timeLimit(.minutes(1)))
@@ -80,10 +48,10 @@ import Testing
         let good = try await TestHTTPSServer.start(presenting: world.pki.leaf)
         let stolen = try await TestHTTPSServer.start(presenting: world.stolen)
         defer { Task { try? await lists.shutdown(); try? await good.shutdown(); try? await stolen.shutdown() } }
-        let store = try world.store(listURL: lists.listURL)
+        let store = try Pins.signedListStore(listURL: lists.listURL, publicKey: world.key.publicKeyBase64)
         #expect(await store.update() == .ok)
-        let client = try world.client(store)
-        let (body, failure) = try await Self.using(client) {
+        let client = try Pins.client(store, updateOnMismatch: false, trusting: world.pki.root)
+        let (body, failure) = try await Pins.using(client) {
             (try await Self.get(client, good), await #expect(throws: PinningFailure.self) { try await Self.get(client, stolen) })
         }
         #expect(body == TestHTTPSServer.responseBody)
@@ -99,10 +67,10 @@ import Testing
         let lists = try await TestListServer.start(serving: list, signedWith: world.key)
         let stolen = try await TestHTTPSServer.start(presenting: world.stolen)
         defer { Task { try? await lists.shutdown(); try? await stolen.shutdown() } }
-        let store = try world.store(listURL: lists.listURL)
+        let store = try Pins.signedListStore(listURL: lists.listURL, publicKey: world.key.publicKeyBase64)
         #expect(await store.update() == .ok)
-        let client = try world.client(store)
-        let failure = try await Self.using(client) {
+        let client = try Pins.client(store, updateOnMismatch: false, trusting: world.pki.root)
+        let failure = try await Pins.using(client) {
             await #expect(throws: PinningFailure.self) { try await Self.get(client, stolen) }
         }
         #expect(failure?.reason.listRevocation?.kind == .certificate)
@@ -114,10 +82,10 @@ import Testing
         let lists = try await TestListServer.start(serving: try world.list(revoking: [.key(of: world.pki.intermediate)]), signedWith: world.key)
         let good = try await TestHTTPSServer.start(presenting: world.pki.leaf)
         defer { Task { try? await lists.shutdown(); try? await good.shutdown() } }
-        let store = try world.store(listURL: lists.listURL)
+        let store = try Pins.signedListStore(listURL: lists.listURL, publicKey: world.key.publicKeyBase64)
         #expect(await store.update() == .ok)
-        let client = try world.client(store)
-        let failure = try await Self.using(client) {
+        let client = try Pins.client(store, updateOnMismatch: false, trusting: world.pki.root)
+        let failure = try await Pins.using(client) {
             await #expect(throws: PinningFailure.self) { try await Self.get(client, good) }
         }
         #expect(failure?.reason == .revocationsNeedChain)
@@ -131,10 +99,10 @@ import Testing
         let lists = try await TestListServer.start(serving: try world.list(), signedWith: world.key)
         let stolen = try await TestHTTPSServer.start(presenting: world.stolen)
         defer { Task { try? await lists.shutdown(); try? await stolen.shutdown() } }
-        let store = try world.store(listURL: lists.listURL)
+        let store = try Pins.signedListStore(listURL: lists.listURL, publicKey: world.key.publicKeyBase64)
         #expect(await store.update() == .ok)
-        let client = try world.client(store)
-        let failure = try await Self.using(client) {
+        let client = try Pins.client(store, updateOnMismatch: false, trusting: world.pki.root)
+        let failure = try await Pins.using(client) {
             #expect(try await Self.get(client, stolen) == TestHTTPSServer.responseBody)        // admitted under the CA pin
             try lists.publish(try world.list(revoking: [.certificate(world.stolen.certificate)]))
             #expect(await store.update(mode: .forced) == .ok)

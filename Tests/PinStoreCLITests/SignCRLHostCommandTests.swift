@@ -25,38 +25,26 @@ import Testing
         return list
     }
 
-    /// A store reading `list` as its `file:` service URL (default CRL mode off), updated once.
-    static func store(reading list: URL) async throws -> PinStore {
-        var configuration = PinStore.Configuration(
-            serviceURL: list,
-            publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
-            storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-crl-host-store-\(UUID().uuidString)"))
-        configuration.requireListSignature = true
-        let store = try PinStore(configuration: configuration)
-        #expect(await store.update() == .ok)
-        return store
-    }
-
     static func leafDecision(_ store: PinStore) throws -> PinningDecision {
         store.leafDecision(leaf: try TestResources.certificate("pki/localhost-dnsonly.pem").derRepresentation, peerAddress: "127.0.0.1")
     }
 
     @Test func aHostTheListPutsUnderEnforceGetsThatModeInAStore() async throws {
-        let store = try await Self.store(reading: try await Self.sign(["--crl-host", "localhost=enforce"]))
+        let store = try await SignRevocationCommandTests.store(reading: try await Self.sign(["--crl-host", "localhost=enforce"]))
         let decision = try Self.leafDecision(store)
         #expect(!decision.isAllowed)
         #expect(decision.failure?.reason.crlCheckFailure?.unavailable?.code == .needsValidatedChain)
     }
 
     @Test func aPatternUnderReportOnlyReportsAndAllows() async throws {
-        let store = try await Self.store(reading: try await Self.sign(["--crl-host", "*.pay.example=enforce", "--crl-host", "localhost=reportOnly"]))
+        let store = try await SignRevocationCommandTests.store(reading: try await Self.sign(["--crl-host", "*.pay.example=enforce", "--crl-host", "localhost=reportOnly"]))
         let decision = try Self.leafDecision(store)
         #expect(decision.isAllowed)
         #expect(decision.reportedFailure?.reason.crlCheckFailure?.unavailable?.code == .needsValidatedChain)
     }
 
     @Test func aHostTheListDoesNotNameKeepsTheStoresMode() async throws {
-        let store = try await Self.store(reading: try await Self.sign(["--crl-host", "api.example=enforceHardFail"]))
+        let store = try await SignRevocationCommandTests.store(reading: try await Self.sign(["--crl-host", "api.example=enforceHardFail"]))
         let decision = try Self.leafDecision(store)
         #expect(decision.isAllowed)
         #expect(decision.reportedFailure == nil)

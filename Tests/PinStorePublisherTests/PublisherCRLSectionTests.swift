@@ -23,12 +23,7 @@ import PinStoreTesting
         await PublisherTests.probeThreeTimes(publisher, clock: clock)
         #expect(await publisher.cycle())
 
-        var configuration = PinStore.Configuration(serviceURL: fixture.listURL,
-                                                   publicKey: try fixture.key.publicKey.x963Representation.base64EncodedString(),
-                                                   storageDirectory: fixture.folder.appendingPathComponent("store"))
-        configuration.requireListSignature = true
-        let store = try PinStore(configuration: configuration)
-        #expect(await store.update() == .ok)
+        let store = try await fixture.storeReadingTheList()
         // The leaf view cannot verify a CRL: a host under enforce is refused there, which shows the mode arrived.
         let decision = store.leafDecision(leaf: fixture.pki.leaf.certificate.derRepresentation, peerAddress: "127.0.0.1")
         #expect(decision.failure?.reason.crlCheckFailure?.unavailable?.code == .needsValidatedChain)

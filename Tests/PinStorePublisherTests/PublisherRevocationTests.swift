@@ -21,12 +21,7 @@ import PinStoreTesting
         await PublisherTests.probeThreeTimes(publisher, clock: clock)
         #expect(await publisher.cycle())
 
-        var configuration = PinStore.Configuration(serviceURL: fixture.listURL,
-                                                   publicKey: try fixture.key.publicKey.x963Representation.base64EncodedString(),
-                                                   storageDirectory: fixture.folder.appendingPathComponent("store"))
-        configuration.requireListSignature = true
-        let store = try PinStore(configuration: configuration)
-        #expect(await store.update() == .ok)
+        let store = try await fixture.storeReadingTheList()
         let decision = store.pinDecision(host: "localhost", validatedChain: fixture.pki.leaf.chainDER + [fixture.pki.root.derRepresentation])
         #expect(decision.failure?.reason.listRevocation?.kind == .certificate)
     }

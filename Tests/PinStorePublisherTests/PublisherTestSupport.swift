@@ -2,6 +2,7 @@ import Foundation
 import PinStore
 import PinStoreSigning
 import PinStoreTesting
+import Testing
 @testable import PinStorePublisher
 
 /// A clock set by hand.
@@ -69,4 +70,14 @@ struct PublisherFixture {
     var listURL: URL { folder.appendingPathComponent("public/list.json") }
 
     func cleanUp() { try? FileManager.default.removeItem(at: folder) }
+
+    /// A store reading the published list (its signature required), updated once.
+    func storeReadingTheList() async throws -> PinStore {
+        var configuration = PinStore.Configuration(serviceURL: listURL, publicKey: try key.publicKey.x963Representation.base64EncodedString(),
+                                                   storageDirectory: folder.appendingPathComponent("store"))
+        configuration.requireListSignature = true
+        let store = try PinStore(configuration: configuration)
+        #expect(await store.update() == .ok)
+        return store
+    }
 }

@@ -166,19 +166,9 @@ package struct ListRevocations: Sendable {
 
         private enum CodingKeys: String, CodingKey, CaseIterable { case kind, sha256, issuerKeySHA256, serial, leaf, note }
 
-        private struct AnyKey: CodingKey {
-            let stringValue: String
-            var intValue: Int? { nil }
-            init(stringValue: String) { self.stringValue = stringValue }
-            init?(intValue: Int) { nil }
-        }
-
         package init(from decoder: any Decoder) throws {
-            let all = try decoder.container(keyedBy: AnyKey.self)
-            if let unknown = all.allKeys.first(where: { CodingKeys(rawValue: $0.stringValue) == nil }) {
-                throw DecodingError.dataCorruptedError(forKey: unknown, in: all, debugDescription:
-                    "a revocation has only \"kind\", \"sha256\", \"issuerKeySHA256\", \"serial\", \"leaf\" and \"note\"; \"\(unknown.stringValue)\" is not read, and a scope must not hide in it")
-            }
+            try StrictMembers.refuseUnknown(in: decoder, known: Set(CodingKeys.allCases.map(\.rawValue)),
+                "a revocation has only \"kind\", \"sha256\", \"issuerKeySHA256\", \"serial\", \"leaf\" and \"note\"")
             let container = try decoder.container(keyedBy: CodingKeys.self)
             kind = try container.decode(String.self, forKey: .kind)
             sha256 = try container.decodeIfPresent(String.self, forKey: .sha256)

@@ -100,8 +100,9 @@ final class CRLChecker: Sendable {
 
     /// The CRL part of the pin rules for one connection.
     func check(_ connection: PinningContext) -> PinningRuleResult {
-        guard mayApply(list: connection.crl) else { return .meetsRule }
-        let mode = mode(for: connection.host, list: connection.crl)
+        let list = connection.crl
+        guard mayApply(list: list) else { return .meetsRule }
+        let mode = mode(for: connection.host, list: list)
         guard mode != .off else { return .meetsRule }
         guard case .validated(let chain) = connection.evidence else {
             // AsyncHTTPClient's leaf view: no issuer, so no CRL can be verified. Refused (or

@@ -70,12 +70,27 @@ enum Pins {
         return try JSONSerialization.data(withJSONObject: ["fingerprints": items])
     }
 
-    /// A pinned client trusting the test root CA. `localhost` and every name in `loopbackNames`
-    /// resolve to 127.0.0.1, where the test servers listen (IPv4 only): the request still asks
-    /// for the name, in SNI and in the host-name check.
+    /// A store whose pins come only from the signed list at `listURL` (the whole-list
+    /// signature required), verified with `publicKey`; its own CRL mode is off.
+    static func signedListStore(listURL: URL, publicKey: String) throws -> PinStore {
+        var configuration = PinStore.Configuration(serviceURL: listURL, publicKey: publicKey,
+                                                   storageDirectory: FileManager.default.temporaryDirectory
+                                                       .appendingPathComponent("pinstore-ahc-\(UUID().uuidString)"),
+                                                   requestTimeout: 5)
+        configuration.requireListSignature = true
+        return try PinStore(configuration: configuration)
+    }
+
+    /// A pinned client trusting the test root CA (the fixture's, or `root`). `localhost` and
+    /// every name in `loopbackNames` resolve to 127.0.0.1, where the test servers listen (IPv4
+    /// only): the request still asks for the name, in SNI and in the host-name check.
     static func client(_ store: PinStore, updateOnEmpty: Bool = true, updateOnMismatch: Bool = true,
-                       loopbackNames: [String] = []) throws -> HTTPClient {
-        var configuration = try HTTPClient.Configuration.pinned(by: store, eventLoopGroup: group, tlsConfiguration: tls(),
+                       loopbackNames: [String] = [], trusting root: X509Certificate? = nil) throws -> HTTPClient {
+        var tls = try tls()
+        if let root {
+            tls.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(root.derRepresentation), format: .der)])
+        }
+        var configuration = try HTTPClient.Configuration.pinned(by: store, eventLoopGroup: group, tlsConfiguration: tls,
                                                                 updateOnEmpty: updateOnEmpty,
                                                                 updateOnMismatch: updateOnMismatch)
         configuration.dnsOverride = loopbackOverride(loopbackNames)
@@ -86,6 +101,18 @@ enum Pins {
         let client = HTTPClient(eventLoopGroup: group, configuration: configuration)
         keptAlive.withLock { $0.append(client) }
         return client
+    }
+
+    /// Runs `body` with `client`, shutting it down after, whether `body` throws or not.
+    static func using<T>(_ client: HTTPClient, _ body: () async throws -> T) async throws -> T {
+        do {
+            let result = try await body()
+            try await client.shutdown()
+            return result
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
     }
 
     /// `dnsOverride` sending `localhost` and `names` to 127.0.0.1.
