@@ -54,6 +54,19 @@ import Testing
             .looksUpDirectoriesFirst)
     }
 
+    /// A directory whose listing spans several of glibc's 32 KB `readdir` buffers: reading the
+    /// names must stay inside each entry (copying `d_name` whole reads past the buffer's end,
+    /// which AddressSanitizer, run in CI, reports; it crashed swift-corelibs-foundation#5472).
+    @Test func aDirectoryOfThousandsOfOtherFilesIsReadSafelyToTheEnd() throws {
+        defer { directory.cleanUp() }
+        for index in 0..<3_000 {
+            #expect(FileManager.default.createFile(atPath: certificateDirectory.appendingPathComponent("ca-\(index).pem").path, contents: Data()))
+        }
+        #expect(!SystemTrustSource.isHashed(certificateDirectory.path))
+        try hash("root-ca.pem")
+        #expect(SystemTrustSource.isHashed(certificateDirectory.path))
+    }
+
     @Test func aChainToARootInTheHashedDirectoryIsTrustedWithoutParsingTheBundle() throws {
         defer { directory.cleanUp() }
         try TestResources.fixture("pki/rogue-root-ca.pem").write(to: bundle)

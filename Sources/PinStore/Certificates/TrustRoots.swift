@@ -117,19 +117,15 @@ struct SystemTrustSource: Sendable {
     /// Whether `directory` holds at least one `<8 hex digits>.<digits>` entry (OpenSSL's
     /// hashed-directory naming; `.r<digits>` names hold CRLs).
     static func isHashed(_ directory: String) -> Bool {
-        guard let handle = opendir(directory) else { return false }
-        defer { closedir(handle) }
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+        // FileManager, not readdir: copying `dirent.d_name` (a 256-byte field) out of an entry
+        // reads past the entry, and past glibc's buffer when the entry is its last one
+        // (swift-corelibs-foundation#5472 crashed on exactly that).
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return false }
+        return names.contains { name in
             let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-            if parts.count == 2, parts[0].count == 8, parts[0].allSatisfy(\.isHexDigit),
-               !parts[1].isEmpty, parts[1].allSatisfy(\.isWholeNumber) {
-                return true
-            }
+            return parts.count == 2 && parts[0].count == 8 && parts[0].allSatisfy(\.isHexDigit)
+                && !parts[1].isEmpty && parts[1].allSatisfy(\.isWholeNumber)
         }
-        return false
     }
 
     /// The name `openssl rehash` gives `certificate` in a hashed directory: its subject name's
