@@ -66,6 +66,9 @@ let package = Package(
             name: "CPinStoreShims",
             dependencies: ["COpenSSL"]
         ),
+        // posix_spawn and waitpid for the publisher's signing command and the tests' children:
+        // Foundation's Process crashes on Linux with many descriptors open (its header says why).
+        .target(name: "CPinStoreSpawn"),
         .target(
             name: "PinStore",
             dependencies: [
@@ -96,6 +99,7 @@ let package = Package(
             dependencies: [
                 "PinStore",
                 "PinStoreSigning",
+                "CPinStoreSpawn",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -203,7 +207,7 @@ let package = Package(
         // Fixture and vector paths shared by every test target.
         .target(
             name: "PinStoreTestSupport",
-            dependencies: ["PinStore", "CPinStoreTestSupport"],
+            dependencies: ["PinStore", "CPinStoreTestSupport", "CPinStoreSpawn"],
             path: "Tests/PinStoreTestSupport"
         ),
         .testTarget(

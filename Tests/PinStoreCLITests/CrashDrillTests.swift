@@ -88,28 +88,17 @@ struct CrashDrillTests {
     /// on for `delay` seconds and kills it with SIGKILL.
     static func runAndKill(_ executable: String, _ arguments: [String], after delay: TimeInterval,
                            once running: @escaping @Sendable () -> Bool) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result {
-                    let process = Process()
-                    process.executableURL = URL(fileURLWithPath: executable)
-                    process.arguments = arguments
-                    let output = Pipe()
-                    process.standardOutput = output
-                    process.standardError = FileHandle.nullDevice
-                    try process.run()
-                    // Blocks until "ready" (or end of output, if the child failed to start).
-                    _ = output.fileHandleForReading.availableData
-                    let deadline = Date().addingTimeInterval(10)
-                    while !running(), process.isRunning, Date() < deadline {
-                        Thread.sleep(forTimeInterval: 0.001)
-                    }
-                    Thread.sleep(forTimeInterval: delay)
-                    kill(process.processIdentifier, SIGKILL)
-                    process.waitUntilExit()
-                    try? output.fileHandleForReading.close()
-                })
-            }
+        let process = try ChildProcess(executable, arguments)
+        // Until "ready" (or the end, if the child failed to start), then until it is updating.
+        let deadline = Date().addingTimeInterval(10)
+        while process.stdout.isEmpty, process.isRunning, Date() < deadline {
+            try await Task.sleep(nanoseconds: 1_000_000)
         }
+        while !running(), process.isRunning, Date() < deadline {
+            try await Task.sleep(nanoseconds: 1_000_000)
+        }
+        try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+        process.send(SIGKILL)
+        _ = await process.exitStatus()
     }
 }

@@ -36,19 +36,6 @@ struct ProcessExitTests {
 
     /// Runs the child to its end; its termination status (a signal shows as 128 + signal).
     static func run(_ executable: String, _ arguments: [String]) async throws -> Int32 {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result {
-                    let process = Process()
-                    process.executableURL = URL(fileURLWithPath: executable)
-                    process.arguments = arguments
-                    process.standardOutput = FileHandle.nullDevice
-                    process.standardError = FileHandle.nullDevice
-                    try process.run()
-                    process.waitUntilExit()
-                    return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
-                })
-            }
-        }
+        await (try ChildProcess(executable, arguments, output: .discard)).exitStatus()
     }
 }

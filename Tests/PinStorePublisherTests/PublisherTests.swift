@@ -3,6 +3,7 @@ import Testing
 import PinStore
 import PinStoreSigning
 import PinStoreTesting
+import PinStoreTestSupport
 @testable import PinStorePublisher
 
 @Suite struct PublisherTests {
@@ -113,29 +114,6 @@ import PinStoreTesting
         #expect(try Data(contentsOf: fixture.listURL) == good)
     }
 
-    @Test func aCommandPrintingGarbageIsATypedError() async throws {
-        let key = try P256PrivateKey()
-        let signer = CommandSigner(arguments: ["/bin/sh", "-c", "cat >/dev/null; echo not-a-signature"], publicKey: try key.publicKey, timeout: 30)
-        let error = await #expect(throws: PublisherError.self) { _ = try await signer.sign(Data("x".utf8)) }
-        #expect(error?.code == .signingFailed)
-    }
-
-    @Test func aCommandSignatureIsCheckedAgainstItsKey() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("signer-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let key = try P256PrivateKey(), other = try P256PrivateKey()
-        let keyFile = folder.appendingPathComponent("k.pem")
-        try key.pkcs8PEM().write(to: keyFile, atomically: true, encoding: .utf8)
-        let command = ["/bin/sh", "-c", "openssl dgst -sha256 -sign \(keyFile.path) | base64 -w0"]
-        let good = CommandSigner(arguments: command, publicKey: try key.publicKey, timeout: 30)
-        let signature = try await good.sign(Data("hello".utf8))
-        #expect(try key.publicKey.isValidSignature(signature, for: Data("hello".utf8)))
-        let wrongKey = CommandSigner(arguments: command, publicKey: try other.publicKey, timeout: 30)
-        let error = await #expect(throws: PublisherError.self) { _ = try await wrongKey.sign(Data("hello".utf8)) }
-        #expect(error?.code == .signingFailed)
-    }
-
     @Test func anEditedStateFileIsRefused() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("state-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -240,16 +218,14 @@ import PinStoreTesting
         // Root writes through permissions; the immutable flag stops root too.
         let root = geteuid() == 0
         if root {
-            let chattr = try Process.run(URL(fileURLWithPath: "/usr/bin/chattr"), arguments: ["+i", folder])
-            chattr.waitUntilExit()
-            try #require(chattr.terminationStatus == 0)
+            let chattr = try ChildProcess.runBlocking("/usr/bin/chattr", ["+i", folder])
+            try #require(chattr.status == 0, "\(chattr.stderr)")
         } else {
             try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: folder)
         }
         defer {
             if root {
-                let undo = try? Process.run(URL(fileURLWithPath: "/usr/bin/chattr"), arguments: ["-i", folder])
-                undo?.waitUntilExit()
+                _ = try? ChildProcess.runBlocking("/usr/bin/chattr", ["-i", folder])
             } else {
                 try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder)
             }

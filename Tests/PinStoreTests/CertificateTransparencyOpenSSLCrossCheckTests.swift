@@ -2,6 +2,7 @@ import COpenSSL
 import CPinStoreShims
 import Foundation
 import PinStoreTesting
+import PinStoreTestSupport
 import Testing
 @testable import PinStore
 
@@ -117,20 +118,9 @@ enum OpenSSLCrossCheck {
 
     /// `openssl x509 -text -noout` of `leaf`.
     static func openSSLText(_ leaf: X509Certificate) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = ["x509", "-inform", "DER", "-text", "-noout"]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(leaf.derRepresentation)
-        try input.fileHandleForWriting.close()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw Failure(description: "openssl x509 exited with \(process.terminationStatus)") }
-        return text
+        let result = try ChildProcess.runBlocking("/usr/bin/openssl", ["x509", "-inform", "DER", "-text", "-noout"], input: leaf.derRepresentation)
+        guard result.status == 0 else { throw Failure(description: "openssl x509 exited with \(result.status): \(result.stderr)") }
+        return result.stdout
     }
 
     private static func x509(_ certificate: X509Certificate) throws -> OpaquePointer {

@@ -1,3 +1,4 @@
+import CPinStoreSpawn
 import Foundation
 import PinStore
 
@@ -52,16 +53,9 @@ package struct CommandSigner: ListSigner {
 
     /// Runs the command with `input` on stdin; its stdout, or a typed error.
     private func run(input: Data) async throws(PublisherError) -> Data {
-        let process = Process()
         let program = arguments[0]
-        if program.contains("/") {
-            process.executableURL = URL(fileURLWithPath: program)
-            process.arguments = Array(arguments.dropFirst())
-        } else {
-            // Looked up in PATH by env, as a shell would.
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = arguments
-        }
+        // A name without a slash is looked up in PATH by env, as a shell would.
+        let argv = program.contains("/") ? arguments : ["/usr/bin/env"] + arguments
         // The input is a file, not a pipe: a command that exits without reading a pipe would
         // make our write raise SIGPIPE and kill this whole process. The bytes are the list
         // being signed (public); the file is private to this process and gone at the end.
@@ -75,37 +69,37 @@ package struct CommandSigner: ListSigner {
             try? childInput.close()
             try? FileManager.default.removeItem(at: inputFile)
         }
-        let stdout = Pipe(), stderr = Pipe()
-        process.standardInput = childInput
-        process.standardOutput = stdout
-        process.standardError = stderr
+        // posix_spawn, not Foundation's Process: CPinStoreSpawn says why.
+        var cArguments = argv.map { strdup($0) } + [nil]
+        defer { cArguments.forEach { free($0) } }
+        var stdout: Int32 = -1, stderr: Int32 = -1
+        let pid = CPinStoreSpawn_start(argv[0], &cArguments, childInput.fileDescriptor, nil, &stdout, &stderr)
+        guard pid > 0 else {
+            throw PublisherError(.signingFailed, "The signing command \(program) could not be started: \(String(cString: strerror(errno))).")
+        }
         let finished = ProcessEnd()
-        process.terminationHandler = { _ in finished.signal() }
-        do {
-            try process.run()
-        } catch {
-            throw PublisherError(.signingFailed, "The signing command \(program) could not be started: \(error.localizedDescription)")
-        }
-        let pid = process.processIdentifier
-        // Reading and writing on their own threads: a command that prints before it has read all
-        // its input must not deadlock against us.
+        Thread {
+            var exitStatus: Int32 = -1, signalNumber: Int32 = -1
+            _ = CPinStoreSpawn_wait(pid, &exitStatus, &signalNumber)
+            finished.signal(exitStatus: exitStatus, signalNumber: signalNumber)
+        }.start()
+        // Reading on threads of their own: a command that prints a lot must not block on a full
+        // pipe while we wait for its end.
         let collected = OutputCollector(limit: Self.maximumOutput)
-        let reader = Thread {
-            collected.drain(stdout.fileHandleForReading)
-        }
-        reader.start()
         let errors = OutputCollector(limit: Self.maximumOutput)
-        Thread { errors.drain(stderr.fileHandleForReading) }.start()
-        let inTime = await finished.wait(timeout: timeout)
-        if !inTime {
+        for (descriptor, collector) in [(stdout, collected), (stderr, errors)] {
+            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+            Thread { collector.drain(handle) }.start()
+        }
+        guard let end = await finished.wait(timeout: timeout) else {
             kill(pid, SIGKILL)
             _ = await finished.wait(timeout: 10)
             throw PublisherError(.signingFailed, "The signing command \(program) did not finish within \(Int(timeout)) seconds and was killed; is the HSM or KMS reachable?")
         }
         let output = await collected.result()
-        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+        guard end.exitStatus == 0 else {
             let message = String(decoding: (await errors.result()).prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            let how = process.terminationReason == .exit ? "exited with status \(process.terminationStatus)" : "was killed by signal \(process.terminationStatus)"
+            let how = end.signalNumber >= 0 ? "was killed by signal \(end.signalNumber)" : "exited with status \(end.exitStatus)"
             throw PublisherError(.signingFailed, "The signing command \(program) \(how)\(message.isEmpty ? "" : ": \(message)"); nothing was signed.")
         }
         return output
@@ -114,27 +108,35 @@ package struct CommandSigner: ListSigner {
 
 /// The end of a child process, awaited with a time limit.
 private final class ProcessEnd: @unchecked Sendable {
+    /// How the child ended: its exit status, or the signal that ended it (the other is -1;
+    /// both are -1 when it could not be waited for).
+    struct End: Sendable {
+        let exitStatus: Int32
+        let signalNumber: Int32
+    }
+
     private let lock = NSLock()
-    private var ended = false
-    private var waiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+    private var end: End?
+    private var waiters: [UInt64: CheckedContinuation<End?, Never>] = [:]
     private var nextWaiter: UInt64 = 0
 
-    func signal() {
+    func signal(exitStatus: Int32, signalNumber: Int32) {
+        let end = End(exitStatus: exitStatus, signalNumber: signalNumber)
         lock.lock()
-        ended = true
+        self.end = end
         let resumed = waiters.values
         waiters = [:]
         lock.unlock()
-        resumed.forEach { $0.resume(returning: true) }
+        resumed.forEach { $0.resume(returning: end) }
     }
 
-    /// True once the process ended, false when `timeout` passed first.
-    func wait(timeout: TimeInterval) async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+    /// How the process ended, or nil when `timeout` passed first.
+    func wait(timeout: TimeInterval) async -> End? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<End?, Never>) in
             lock.lock()
-            if ended {
+            if let end {
                 lock.unlock()
-                continuation.resume(returning: true)
+                continuation.resume(returning: end)
                 return
             }
             let id = nextWaiter
@@ -147,7 +149,7 @@ private final class ProcessEnd: @unchecked Sendable {
                 lock.lock()
                 let expired = waiters.removeValue(forKey: id)
                 lock.unlock()
-                expired?.resume(returning: false)
+                expired?.resume(returning: nil)
             }
         }
     }
