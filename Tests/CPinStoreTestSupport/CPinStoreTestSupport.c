@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #if defined(__linux__)
@@ -47,4 +48,15 @@ int CPinStoreTestSupport_closedPort(int *port) {
 
 void CPinStoreTestSupport_close(int descriptor) {
     close(descriptor);
+}
+
+int CPinStoreTestSupport_allowDescriptors(int wanted) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+    if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < (rlim_t)wanted) {
+        if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < (rlim_t)wanted) return 0;
+        limit.rlim_cur = (rlim_t)wanted;
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+    }
+    return 1;
 }

@@ -1,4 +1,5 @@
 import CPinStoreSpawn
+import CPinStoreTestSupport
 import Foundation
 import PinStore
 
@@ -46,10 +47,11 @@ package final class ChildProcess: Sendable {
         defer { argv.forEach { free($0) } }
         var stdinWrite: Int32 = -1, stdoutRead: Int32 = -1, stderrRead: Int32 = -1
         let pid = output == .collect
-            ? CPinStoreSpawn_start(executable, &argv, -1, &stdinWrite, &stdoutRead, &stderrRead)
-            : CPinStoreSpawn_start(executable, &argv, -1, &stdinWrite, nil, nil)
+            ? CPinStoreSpawn_start(executable, &argv, -1, &stdinWrite, &stdoutRead, &stderrRead, 0)
+            : CPinStoreSpawn_start(executable, &argv, -1, &stdinWrite, nil, nil, 0)
         guard pid > 0 else {
-            throw StartError(description: "\(executable) could not be started: \(String(cString: strerror(errno)))")
+            let reason = String(cString: strerror(errno))
+            throw StartError(description: "\(executable) could not be started: \(reason)")
         }
         self.pid = pid
         let collected = self.output, errors = self.errors, status = self.status
@@ -70,7 +72,7 @@ package final class ChildProcess: Sendable {
         ended.enter()
         Thread { [ended] in
             var exitStatus: Int32 = -1, signalNumber: Int32 = -1
-            let code = CPinStoreSpawn_wait(pid, &exitStatus, &signalNumber) != 0 ? -1 : signalNumber >= 0 ? 128 + signalNumber : exitStatus
+            let code = CPinStoreSpawn_wait(pid, &exitStatus, &signalNumber, 1) != 0 ? -1 : signalNumber >= 0 ? 128 + signalNumber : exitStatus
             status.withLock { $0 = code }
             ended.leave()
         }.start()
@@ -144,4 +146,10 @@ package final class ChildProcess: Sendable {
             buffer.withLock { $0.append(contentsOf: chunk[0..<count]) }
         }
     }
+}
+
+/// Whether this process may hold `count` open descriptors, raising its soft limit (up to the
+/// hard one) when it is lower: 1,024 is a common default on Linux, 256 on macOS.
+package func allowOpenDescriptors(_ count: Int) -> Bool {
+    CPinStoreTestSupport_allowDescriptors(Int32(count)) == 1
 }

@@ -6,24 +6,28 @@ import Testing
 /// ``HostName``, the one form a host takes inside PinStore.
 @Suite struct HostNameValueTests {
     /// The one-pass path of `HostName.init` must only ever take names the full path (lookup
-    /// key, then the host-character check) leaves exactly as they are. 200,000 names of 1 to 12
-    /// bytes from an alphabet of every kind of byte the two paths tell apart.
+    /// key, then the host-character check) leaves exactly as they are. 200,000 names of 1 to 40
+    /// bytes (one word, several, and a tail) from an alphabet of every kind of byte the two
+    /// paths tell apart, mostly letters so that long names are accepted too.
     @Test func theOnePassPathAcceptsOnlyNamesTheFullPathLeavesUnchanged() {
         let alphabet = Array("az09-_*.A:[] /\u{7f}\u{00}é".utf8)
         var generator = SystemRandomNumberGenerator()
-        var accepted = 0
+        var accepted = 0, acceptedLong = 0
         for _ in 0..<200_000 {
-            let count = Int.random(in: 1...12, using: &generator)
-            let bytes = (0..<count).map { _ in alphabet.randomElement(using: &generator)! }
+            let count = Int.random(in: 1...40, using: &generator)
+            let bytes = (0..<count).map { _ in
+                Int.random(in: 0..<3, using: &generator) == 0 ? alphabet.randomElement(using: &generator)! : UInt8(ascii: "q")
+            }
             let name = String(decoding: bytes, as: UTF8.self)
             guard HostName.isAlreadyNormalized(name) else { continue }
             accepted += 1
+            if bytes.count > 16 { acceptedLong += 1 }
             let full = HostName.lookupKey(name).flatMap { HostName.hasHostCharacters($0) ? $0 : nil }
             #expect(full == name, "\(String(reflecting: name))")
             if full != name { return }
         }
-        // The generator does produce names the one-pass path takes.
-        #expect(accepted > 1_000)
+        // The generator does produce names the one-pass path takes, longer than two words too.
+        #expect(accepted > 1_000 && acceptedLong > 100, "\(accepted), \(acceptedLong) longer than 16 bytes")
     }
 
     /// What the one-pass path accepts, written as its definition: lowercase ASCII letters,

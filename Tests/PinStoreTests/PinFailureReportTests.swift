@@ -374,10 +374,11 @@ final class RecordingReportSender: PinFailureReportSender {
 
     @Test func aCollectorThatIsDownDropsReportsWithoutGrowingMemory() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
-        // A port that was just listening and is now closed: connections are refused at once.
-        let closed = try await ListServer.start(responder: { _ in ListServerResponse() })
-        let closedURI = closed.baseURL.appendingPathComponent("pin-reports")
-        try await closed.shutdown()
+        // A port held closed for the whole test: connections are refused at once. (A port freed
+        // by stopping a server can be taken by another test's server meanwhile.)
+        let closed = try ClosedLoopbackPort()
+        defer { withExtendedLifetime(closed) {} }
+        let closedURI = URL(string: "http://127.0.0.1:\(closed.port)/pin-reports")!
         let metrics = TestMetrics()
         let store = try Self.store(directory, reportURI: closedURI, sender: nil, metrics: metrics)
         let reporter = try #require(store.pinFailureReporter)

@@ -1,5 +1,6 @@
 import Foundation
 import PinStoreDevServer
+import PinStoreTestSupport
 import Testing
 @testable import PinStore
 
@@ -100,12 +101,16 @@ import Testing
     }
 
     @Test func unreachableServerIsNetworkError() async throws {
-        // Start and stop a server to get a loopback port nobody listens on.
-        let server = try await ListServer.start(responder: { _ in ListServerResponse() })
-        try await server.shutdown()
+        // A port held closed for the whole test: a port freed by stopping a server can be taken
+        // by another test's server before the store connects (it was, once, on a busy machine).
+        let closed = try ClosedLoopbackPort()
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
-        let store = try store(server, directory: directory)
-            #expect(await store.update() == .networkError)
+        var configuration = try StoreFixtures.configuration(directory: directory.url,
+                                                            serviceURL: URL(string: "http://127.0.0.1:\(closed.port)/list.json")!)
+        configuration.requestTimeout = 5
+        let store = try PinStore(configuration: configuration, fetcher: URLSessionListFetcher(), clock: ManualClock.inValidPeriod())
+        #expect(await store.update() == .networkError)
+        withExtendedLifetime(closed) {}
     }
 }
 

@@ -56,142 +56,138 @@ package struct CommandSigner: ListSigner {
         let program = arguments[0]
         // A name without a slash is looked up in PATH by env, as a shell would.
         let argv = program.contains("/") ? arguments : ["/usr/bin/env"] + arguments
-        // The input is a file, not a pipe: a command that exits without reading a pipe would
-        // make our write raise SIGPIPE and kill this whole process. The bytes are the list
-        // being signed (public); the file is private to this process and gone at the end.
-        let inputFile = FileManager.default.temporaryDirectory
-            .appendingPathComponent("pinstore-sign-\(UUID().uuidString)")
-        guard FileManager.default.createFile(atPath: inputFile.path, contents: input, attributes: [.posixPermissions: 0o600]),
-              let childInput = try? FileHandle(forReadingFrom: inputFile) else {
-            throw PublisherError(.signingFailed, "The signing command's input could not be written to \(inputFile.path).")
-        }
-        defer {
-            try? childInput.close()
-            try? FileManager.default.removeItem(at: inputFile)
-        }
-        // posix_spawn, not Foundation's Process: CPinStoreSpawn says why.
+        let childInput = try Self.inputFile(holding: input)
+        defer { try? childInput.close() }
+        // posix_spawn, not Foundation's Process: CPinStoreSpawn says why. The command leads a
+        // process group of its own, so a timeout kills what it started too (`sh -c "a | b"`).
         var cArguments = argv.map { strdup($0) } + [nil]
         defer { cArguments.forEach { free($0) } }
         var stdout: Int32 = -1, stderr: Int32 = -1
-        let pid = CPinStoreSpawn_start(argv[0], &cArguments, childInput.fileDescriptor, nil, &stdout, &stderr)
+        let pid = CPinStoreSpawn_start(argv[0], &cArguments, childInput.fileDescriptor, nil, &stdout, &stderr, 1)
         guard pid > 0 else {
-            throw PublisherError(.signingFailed, "The signing command \(program) could not be started: \(String(cString: strerror(errno))).")
+            let reason = String(cString: strerror(errno))
+            throw PublisherError(.signingFailed, "The signing command \(program) could not be started: \(reason).")
         }
-        let finished = ProcessEnd()
+        let deadline = DispatchTime.now() + timeout
+        let end = Eventual<ProcessEnd>()
         Thread {
+            // Seen ended but not reaped until `end` holds it: while `end` is pending, the pid
+            // (and its group) cannot be reused, so the kill below never hits another process.
             var exitStatus: Int32 = -1, signalNumber: Int32 = -1
-            _ = CPinStoreSpawn_wait(pid, &exitStatus, &signalNumber)
-            finished.signal(exitStatus: exitStatus, signalNumber: signalNumber)
+            _ = CPinStoreSpawn_wait(pid, &exitStatus, &signalNumber, 0)
+            end.fulfil(ProcessEnd(exitStatus: exitStatus, signalNumber: signalNumber)) { CPinStoreSpawn_reap(pid) }
         }.start()
-        // Reading on threads of their own: a command that prints a lot must not block on a full
+        // Read on threads of their own, so a command that prints a lot never blocks on a full
         // pipe while we wait for its end.
-        let collected = OutputCollector(limit: Self.maximumOutput)
-        let errors = OutputCollector(limit: Self.maximumOutput)
-        for (descriptor, collector) in [(stdout, collected), (stderr, errors)] {
-            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-            Thread { collector.drain(handle) }.start()
-        }
-        guard let end = await finished.wait(timeout: timeout) else {
-            kill(pid, SIGKILL)
-            _ = await finished.wait(timeout: 10)
+        let output = Self.collect(stdout), errors = Self.collect(stderr)
+        guard let ended = await end.wait(until: deadline) else {
+            end.whilePending { _ = kill(-pid, SIGKILL) }
+            _ = await end.wait(until: .now() + 10)
             throw PublisherError(.signingFailed, "The signing command \(program) did not finish within \(Int(timeout)) seconds and was killed; is the HSM or KMS reachable?")
         }
-        let output = await collected.result()
-        guard end.exitStatus == 0 else {
-            let message = String(decoding: (await errors.result()).prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            let how = end.signalNumber >= 0 ? "was killed by signal \(end.signalNumber)" : "exited with status \(end.exitStatus)"
-            throw PublisherError(.signingFailed, "The signing command \(program) \(how)\(message.isEmpty ? "" : ": \(message)"); nothing was signed.")
+        guard let printed = await output.wait(until: deadline), let message = await errors.wait(until: deadline) else {
+            // It ended, but something it started still holds its output open.
+            kill(-pid, SIGKILL)
+            throw PublisherError(.signingFailed, "The signing command \(program) ended, but what it started kept its output open past \(Int(timeout)) seconds and was killed; nothing was signed.")
         }
-        return output
+        guard ended.exitStatus == 0 else {
+            let shown = String(decoding: message.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let how = ended.signalNumber >= 0 ? "was killed by signal \(ended.signalNumber)" : "exited with status \(ended.exitStatus)"
+            throw PublisherError(.signingFailed, "The signing command \(program) \(how)\(shown.isEmpty ? "" : ": \(shown)"); nothing was signed.")
+        }
+        return printed
+    }
+
+    /// The command's standard input: a file, not a pipe (a command that exits without reading a
+    /// pipe would make our write raise SIGPIPE and kill this whole process). The bytes are the
+    /// list being signed (public); the file is private to this process and unlinked at once, so
+    /// nothing is left behind whatever happens next.
+    private static func inputFile(holding input: Data) throws(PublisherError) -> FileHandle {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-sign-\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: file.path, contents: input, attributes: [.posixPermissions: 0o600]) else {
+            throw PublisherError(.signingFailed, "The signing command's input could not be written to \(file.path).")
+        }
+        defer { try? FileManager.default.removeItem(at: file) }
+        guard let handle = try? FileHandle(forReadingFrom: file) else {
+            throw PublisherError(.signingFailed, "The signing command's input could not be read back from \(file.path).")
+        }
+        return handle
+    }
+
+    /// Reads `descriptor` to its end on a thread of its own, keeping at most
+    /// ``maximumOutput`` bytes, then closes it.
+    private static func collect(_ descriptor: Int32) -> Eventual<Data> {
+        let collected = Eventual<Data>()
+        Thread {
+            var kept = Data()
+            var chunk = [UInt8](repeating: 0, count: 4_096)
+            while true {
+                // read(2), not FileHandle.availableData, which traps on a read error.
+                let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { break }
+                if kept.count < maximumOutput { kept.append(contentsOf: chunk[0..<min(count, maximumOutput - kept.count)]) }
+            }
+            close(descriptor)
+            collected.fulfil(kept)
+        }.start()
+        return collected
     }
 }
 
-/// The end of a child process, awaited with a time limit.
-private final class ProcessEnd: @unchecked Sendable {
-    /// How the child ended: its exit status, or the signal that ended it (the other is -1;
-    /// both are -1 when it could not be waited for).
-    struct End: Sendable {
-        let exitStatus: Int32
-        let signalNumber: Int32
-    }
+/// How a child process ended: its exit status, or the signal that ended it (the other is -1;
+/// both are -1 when it could not be waited for).
+private struct ProcessEnd: Sendable {
+    let exitStatus: Int32
+    let signalNumber: Int32
+}
 
+/// A value that arrives once, from another thread, awaited with a deadline.
+private final class Eventual<Value: Sendable>: @unchecked Sendable {
+    // @unchecked: every stored property is read and written under `lock`.
     private let lock = NSLock()
-    private var end: End?
-    private var waiters: [UInt64: CheckedContinuation<End?, Never>] = [:]
+    private var value: Value?
+    private var waiters: [UInt64: CheckedContinuation<Value?, Never>] = [:]
     private var nextWaiter: UInt64 = 0
 
-    func signal(exitStatus: Int32, signalNumber: Int32) {
-        let end = End(exitStatus: exitStatus, signalNumber: signalNumber)
+    /// Sets the value (once), runs `andThen` while still holding the lock, and wakes every waiter.
+    func fulfil(_ value: Value, andThen: () -> Void = {}) {
         lock.lock()
-        self.end = end
+        self.value = value
+        andThen()
         let resumed = waiters.values
         waiters = [:]
         lock.unlock()
-        resumed.forEach { $0.resume(returning: end) }
+        resumed.forEach { $0.resume(returning: value) }
     }
 
-    /// How the process ended, or nil when `timeout` passed first.
-    func wait(timeout: TimeInterval) async -> End? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<End?, Never>) in
+    /// Runs `body` under the lock if the value has not arrived yet.
+    func whilePending(_ body: () -> Void) {
+        lock.lock()
+        if value == nil { body() }
+        lock.unlock()
+    }
+
+    /// The value, or nil when `deadline` passes first.
+    func wait(until deadline: DispatchTime) async -> Value? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
             lock.lock()
-            if let end {
+            if let value {
                 lock.unlock()
-                continuation.resume(returning: end)
+                continuation.resume(returning: value)
                 return
             }
             let id = nextWaiter
             nextWaiter += 1
             waiters[id] = continuation
             lock.unlock()
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
-                // Each continuation is resumed exactly once: by whichever of the end and the
+            DispatchQueue.global().asyncAfter(deadline: deadline) { [self] in
+                // Each continuation is resumed exactly once: by whichever of the value and the
                 // deadline takes it out of the table first.
                 lock.lock()
                 let expired = waiters.removeValue(forKey: id)
                 lock.unlock()
                 expired?.resume(returning: nil)
-            }
-        }
-    }
-}
-
-/// Reads a pipe to its end, keeping at most `limit` bytes.
-private final class OutputCollector: @unchecked Sendable {
-    private let lock = NSLock()
-    private let limit: Int
-    private var data = Data()
-    private var done = false
-    private var waiters: [CheckedContinuation<Data, Never>] = []
-
-    init(limit: Int) { self.limit = limit }
-
-    func drain(_ handle: FileHandle) {
-        while true {
-            let chunk = handle.availableData
-            if chunk.isEmpty { break }
-            lock.lock()
-            if data.count < limit { data.append(chunk.prefix(limit - data.count)) }
-            lock.unlock()
-        }
-        lock.lock()
-        done = true
-        let resumed = waiters
-        waiters = []
-        let result = data
-        lock.unlock()
-        resumed.forEach { $0.resume(returning: result) }
-    }
-
-    func result() async -> Data {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
-            lock.lock()
-            if done {
-                let result = data
-                lock.unlock()
-                continuation.resume(returning: result)
-            } else {
-                waiters.append(continuation)
-                lock.unlock()
             }
         }
     }

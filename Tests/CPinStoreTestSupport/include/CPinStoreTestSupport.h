@@ -20,4 +20,9 @@ int CPinStoreTestSupport_closedPort(int *port);
 /// Closes a descriptor from `CPinStoreTestSupport_silentListener` or `_closedPort`.
 void CPinStoreTestSupport_close(int descriptor);
 
+/// Raises this process's soft limit on open descriptors to `wanted` (up to the hard limit) when
+/// it is lower. Returns 1 when `wanted` descriptors may now be open, 0 otherwise. In C because
+/// `RLIMIT_NOFILE`'s type differs between Glibc and Darwin.
+int CPinStoreTestSupport_allowDescriptors(int wanted);
+
 #endif
