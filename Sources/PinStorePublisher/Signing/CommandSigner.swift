@@ -13,8 +13,9 @@ import PinStore
 /// ```
 ///
 /// Every signature is checked against ``publicKey`` before it is used: a command that exits
-/// non-zero, prints garbage, signs with another key, or runs past ``timeout`` (then it is
-/// killed) is a ``PublisherError/Code/signingFailed`` error, and nothing is published with it.
+/// non-zero, prints garbage, signs with another key, or runs past ``timeout`` (then it and every
+/// process it started are killed) is a ``PublisherError/Code/signingFailed`` error, and nothing
+/// is published with it.
 package struct CommandSigner: ListSigner {
     /// argv: the program (an absolute path, or a name looked up in `PATH`) and its arguments.
     package let arguments: [String]
