@@ -72,8 +72,13 @@ package final class ChildProcess: Sendable {
         ended.enter()
         Thread { [ended] in
             var exitStatus: Int32 = -1, signalNumber: Int32 = -1
-            let code = CPinStoreSpawn_wait(pid, &exitStatus, &signalNumber, 1) != 0 ? -1 : signalNumber >= 0 ? 128 + signalNumber : exitStatus
-            status.withLock { $0 = code }
+            // Seen ended, then reaped under the lock `send` takes: a signal never reaches a
+            // reused pid.
+            let code = CPinStoreSpawn_wait(pid, &exitStatus, &signalNumber, 0) != 0 ? -1 : signalNumber >= 0 ? 128 + signalNumber : exitStatus
+            status.withLock {
+                $0 = code
+                CPinStoreSpawn_reap(pid)
+            }
             ended.leave()
         }.start()
     }
@@ -88,7 +93,7 @@ package final class ChildProcess: Sendable {
 
     /// Sends `signal` to the child, unless it has ended.
     package func send(_ signalNumber: Int32) {
-        if isRunning { kill(pid, signalNumber) }
+        status.withLock { if $0 == nil { kill(pid, signalNumber) } }
     }
 
     /// Blocks until the child has ended and its output is read; its status (exit code, or
