@@ -43,25 +43,12 @@ import Testing
         return HTTPClient(eventLoopGroup: Pins.group, configuration: configuration)
     }
 
-    /// `body`'s result, after shutting `client` down (AsyncHTTPClient traps on a client
-    /// deallocated before `shutdown()`), also when `body` throws.
-    static func using<T>(_ client: HTTPClient, _ body: () async throws -> T) async throws -> T {
-        do {
-            let result = try await body()
-            try await client.shutdown()
-            return result
-        } catch {
-            try? await client.shutdown()
-            throw error
-        }
-    }
-
     @Test func generatedClientOnThePinnedTransportReachesThePinnedServer() async throws {
         let text = try await PinningTestFixture.withFixture(hosts: ["api.example.test"]) { fixture in
             let pinnedClient = try Self.pinnedClient(fixture)
             let client = HelloClient(serverURL: fixture.serverURL,
                                      transport: AsyncHTTPClientTransport(configuration: .init(client: pinnedClient)))
-            return try await Self.using(pinnedClient) { try await client.getHello() }
+            return try await Pins.using(pinnedClient) { try await client.getHello() }
         }
         #expect(text == TestHTTPSServer.responseBody)
     }
@@ -72,7 +59,7 @@ import Testing
             let client = HelloClient(serverURL: fixture.impostorURL,
                                      transport: AsyncHTTPClientTransport(configuration: .init(client: pinnedClient)))
             // (A generated client wraps it in OpenAPIRuntime's ClientError, as `underlyingError`.)
-            let failure = try await Self.using(pinnedClient) {
+            let failure = try await Pins.using(pinnedClient) {
                 await #expect(throws: PinningFailure.self) { try await client.getHello() }
             }
             #expect(failure?.reason == .pinMismatch)
