@@ -50,7 +50,7 @@ import PinStoreTesting
         await Self.probeThreeTimes([vantages[0], vantages[1]], clock: clock)
         await vantages[0].publisher.cycle()
         await vantages[1].publisher.cycle()
-        #expect(ProposalFolder(url: shared).latestListVersion() == nil)
+        #expect(SharedProposals(medium: FolderMedium(url: shared)).lists(1).objects.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: vantages[0].fixture.listURL.path))
 
         // v2 sees the genuine leaf K times by itself: it co-signs, and the list is published.
@@ -79,7 +79,7 @@ import PinStoreTesting
         await vantages[0].publisher.cycle()
         await vantages[1].publisher.cycle()
         await vantages[0].publisher.cycle()
-        #expect(ProposalFolder(url: shared).latestListVersion() == nil)
+        #expect(SharedProposals(medium: FolderMedium(url: shared)).lists(1).objects.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: vantages[0].fixture.listURL.path))
 
         await Self.probeThreeTimes([vantages[2]], clock: clock)
@@ -87,20 +87,5 @@ import PinStoreTesting
         await vantages[0].publisher.cycle()
         let published = try Data(contentsOf: vantages[0].fixture.listURL)
         #expect(Publisher.crl(in: published) == .some(CRLHostList.Wire(hosts: [CTLogList.Wire.Host(name: "localhost", mode: "enforce")])))
-    }
-
-    @Test func twoProposalsForOneVersionCannotBothBeCreated() throws {
-        let shared = FileManager.default.temporaryDirectory.appendingPathComponent("proposals-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: shared) }
-        let folder = ProposalFolder(url: shared)
-        let first = Proposal(version: 1, proposer: "a", createdAt: Date(), body: "", bodySHA256: "a", pins: [], approvals: [])
-        var second = first
-        second.proposer = "b"
-        #expect(try folder.create(first))
-        #expect(try folder.create(second) == false)
-        #expect(try folder.proposal(1)?.proposer == "a")
-        #expect(try folder.finish(1, list: Data("one".utf8)))
-        #expect(try folder.finish(1, list: Data("two".utf8)) == false)
-        #expect(folder.list(1) == Data("one".utf8))
     }
 }

@@ -11,8 +11,13 @@ package struct PublisherSetup: Sendable {
     /// The keys clients trust for lists, and how many must sign.
     package let trustedKeys: [P256PublicKey]
     package let threshold: Int
-    /// Keys whose signature approves a staged change (approvers and every list key).
+    /// Keys whose signature approves a staged change on this publisher (approvers and every
+    /// list key: the operator of a lone publisher approves with its own key).
     package let approverKeys: [P256PublicKey]
+    /// Keys whose approval a co-signer honours in another vantage point's proposal: the
+    /// publication file's `approverKeys` only. A list key never counts here, or one compromised
+    /// vantage point could approve its own pins.
+    package let peerApprovalKeys: [P256PublicKey]
     /// The partners as the rules and the probe see them.
     package let partners: [PublicationRules.Partner]
     package let trustRoots: [String: TrustRoots]
@@ -76,6 +81,7 @@ package struct PublisherSetup: Sendable {
         self.trustedKeys = keys
         self.threshold = threshold
         self.approverKeys = approvers + keys
+        self.peerApprovalKeys = approvers
         var partners: [PublicationRules.Partner] = []
         var roots: [String: TrustRoots] = [:]
         for (index, partner) in file.partners.enumerated() {

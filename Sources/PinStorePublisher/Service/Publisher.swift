@@ -27,7 +27,8 @@ public actor Publisher: Service {
     let metrics: PublisherMetrics
     let stateFile: StateFile
     let output: OutputFolder
-    let proposals: ProposalFolder
+    /// The vantage points' shared objects (a folder unless a test gives another medium).
+    let shared: SharedProposals
     let assembly: ListAssembly
     /// The state as saved last (every change is saved before it is acted on).
     package internal(set) var state: PublisherState
@@ -39,6 +40,7 @@ public actor Publisher: Service {
     ///
     /// - Throws: ``PublisherError/Code/stateFile`` when the state file is refused.
     package init(setup: PublisherSetup, prober: any PartnerProber, clock: any PinStoreClock = SystemClock(),
+                 medium: (any PublicationMedium)? = nil,
                  logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil) throws(PublisherError) {
         self.setup = setup
         self.prober = prober
@@ -48,7 +50,7 @@ public actor Publisher: Service {
         let file = setup.file
         self.stateFile = StateFile(url: file.resolve(file.stateFolder).appendingPathComponent("state.json"))
         self.output = OutputFolder(url: file.resolve(file.outputFolder), listFileName: file.listFileName)
-        self.proposals = ProposalFolder(url: file.proposalsFolderURL)
+        self.shared = SharedProposals(medium: medium ?? FolderMedium(url: file.proposalsFolderURL))
         guard let first = setup.signers.first else {
             throw PublisherError(.invalidPublicationFile, "The publisher has no signing key.")
         }

@@ -12,12 +12,18 @@ import PinStore
 /// | `pinstore_publisher_published_changes_total` | counter | |
 /// | `pinstore_publisher_list_expires_in_seconds` | gauge | |
 /// | `pinstore_publisher_pinned_certificate_expires_in_seconds` | gauge | `partner` |
+/// | `pinstore_publisher_proposals_refused_total` | counter | |
+/// | `pinstore_publisher_medium_objects_ignored_total` | counter | |
 struct PublisherMetrics: Sendable {
     let partnersProbed: Counter
     let probeFailures: Counter
     let pendingChanges: Gauge
     let publishedChanges: Counter
     let listExpiresIn: Gauge
+    /// Proposals this vantage point reviewed and would not sign.
+    let proposalsRefused: Counter
+    /// Objects in the proposals medium skipped as junk (wrong name, hash, size, form).
+    let mediumObjectsIgnored: Counter
     private let factory: any MetricsFactory
     /// One gauge per partner, made on first use (partners come from the file: bounded).
     private let pinExpiry = Locked<[String: Gauge]>([:])
@@ -27,6 +33,8 @@ struct PublisherMetrics: Sendable {
     static let pendingChangesLabel = "pinstore_publisher_pending_changes"
     static let publishedChangesLabel = "pinstore_publisher_published_changes_total"
     static let listExpiresInLabel = "pinstore_publisher_list_expires_in_seconds"
+    static let proposalsRefusedLabel = "pinstore_publisher_proposals_refused_total"
+    static let mediumObjectsIgnoredLabel = "pinstore_publisher_medium_objects_ignored_total"
     static let pinnedCertificateExpiresInLabel = "pinstore_publisher_pinned_certificate_expires_in_seconds"
 
     init(factory: any MetricsFactory) {
@@ -36,6 +44,8 @@ struct PublisherMetrics: Sendable {
         pendingChanges = Gauge(label: Self.pendingChangesLabel, dimensions: [], factory: factory)
         publishedChanges = Counter(label: Self.publishedChangesLabel, dimensions: [], factory: factory)
         listExpiresIn = Gauge(label: Self.listExpiresInLabel, dimensions: [], factory: factory)
+        proposalsRefused = Counter(label: Self.proposalsRefusedLabel, dimensions: [], factory: factory)
+        mediumObjectsIgnored = Counter(label: Self.mediumObjectsIgnoredLabel, dimensions: [], factory: factory)
     }
 
     func pinnedCertificateExpiresIn(partner: String) -> Gauge {

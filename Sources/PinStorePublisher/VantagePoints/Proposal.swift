@@ -1,52 +1,39 @@
 import Foundation
 
-/// A list one publisher proposes for one version, in the shared proposals folder
-/// (`proposal-<version>.json`): the unsigned list bytes every co-signer signs, and the pins
-/// and observations behind them, so that each vantage point can compare them with its own.
+/// A list one vantage point proposes for one version: the unsigned list bytes every co-signer
+/// signs, and the approvals the proposer relies on. Nothing else in it is trusted: a co-signer
+/// derives what it signs from the body and its own observations, and checks each approval
+/// against its own `approverKeys` and its own staged change.
 package struct Proposal: Codable, Sendable, Equatable {
-    /// One pin of the proposed list, with what the proposer saw.
-    package struct Pin: Codable, Sendable, Equatable {
-        package var partnerID: String
-        package var name: String
-        package var kind: PublicationFile.PinKind
-        package var value: String
-        package var expires: Int64
-        /// `observed`, `announced`, `approved` or `kept` (in the list in force, withdrawal pending).
-        package var source: String
-        /// The proposer's sightings of the certificate behind it (0 for announced keys).
-        package var sightings: Int
-        package var firstSeen: Date?
-        package var lastSeen: Date?
-
-        /// `name kind value`.
-        package var entryKey: String { "\(name.lowercased()) \(kind.entryKind.rawValue) \(value)" }
-    }
-
-    package var format = 1
+    package var format = 2
+    /// The list version the body carries.
     package var version: Int64
-    /// The proposing publisher's name.
+    /// The proposing vantage point's name (for logs only; never trusted).
     package var proposer: String
-    package var createdAt: Date
     /// Base64 of the unsigned list (empty `listSignature` and `listSignatures`).
     package var body: String
-    /// Hex SHA-256 of the unsigned list bytes.
-    package var bodySHA256: String
-    package var pins: [Pin]
-    /// Approvals of staged changes the list carries (each verified by every co-signer).
+    /// Approvals of staged changes the body carries (each verified by every co-signer).
     package var approvals: [PublisherState.Approval]
+
+    package init(version: Int64, proposer: String, body: Data, approvals: [PublisherState.Approval]) {
+        self.version = version
+        self.proposer = proposer
+        self.body = body.base64EncodedString()
+        self.approvals = approvals
+    }
 
     /// The unsigned list bytes.
     package var bodyBytes: Data? { Data(base64Encoded: body) }
 }
 
-/// One key's signature of a proposal (`signature-<version>-<keyid>.json`).
+/// One key's signature of a proposal body.
 package struct ProposalSignature: Codable, Sendable, Equatable {
     package var version: Int64
-    /// The proposal body it signs (a signature for another body is ignored).
+    /// Hex SHA-256 of the body it signs (a signature for another body counts for nothing).
     package var bodySHA256: String
     package var keyID: String
     /// Base64 DER over the body's labelled-signature bytes.
     package var signature: String
-    /// The publisher (or person) that signed.
+    /// The publisher (or person) that signed (for logs only).
     package var signer: String
 }
