@@ -114,7 +114,9 @@ public struct PublicationFile: Sendable {
         package var name: String
         /// The folder every vantage point shares; nil for a private one in `stateFolder`.
         package var proposalsFolder: String?
-        /// A proposal that has not gathered `threshold` signatures by then is abandoned.
+        /// How old a proposal's list timestamp may be for this vantage point to co-sign it (a
+        /// back-dated or stale proposal is not signed; it blocks nothing, as no proposal holds
+        /// a version). Also how far short of `expires` its expiry may fall.
         package var proposalTimeout = PublicationDuration(seconds: 3_600)
 
     package init(name: String, proposalsFolder: String? = nil, proposalTimeout: PublicationDuration = PublicationDuration(seconds: 3_600)) {
