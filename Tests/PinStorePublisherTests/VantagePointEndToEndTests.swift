@@ -73,7 +73,7 @@ import Darwin
                      approvals: [PublisherState.Approval] = []) async throws -> Data {
             let signer = try KeyFileSigner(privateKey: keys[index])
             let now = Int64(clock.now().timeIntervalSince1970)
-            let body = try await ListAssembly(entrySigner: signer).unsignedBody(entries: entries, version: version, timestamp: now, expires: now + 86_400,
+            let body = try await ListAssembly(entrySigner: signer).unsignedBody(entries: entries, version: version, timestamp: now, expires: now + 7 * 86_400,
                                                                                 certificateTransparency: certificateTransparency)
             try shared.create(Proposal(version: version, proposer: "vantage\(index)", body: body, approvals: approvals))
             let signature = try await signer.sign(try ListAssembly.labelledMessage(of: body))
