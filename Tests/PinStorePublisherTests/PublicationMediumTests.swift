@@ -122,4 +122,23 @@ import Darwin
         #expect(read.truncated)
         #expect(read.objects.count == SharedProposals.maximumObjectsPerVersion)
     }
+
+    @Test func oneLookReadsNoMoreThanItsByteBudgetAndHoldsOneObjectAtATime() throws {
+        let medium = InMemoryMedium()
+        let shared = SharedProposals(medium: medium)
+        // 40 lists of 2 MiB that hash to their names: 80 MiB, more than one look may read.
+        for index in 0..<40 {
+            var bytes = Data(repeating: 0x20, count: SharedProposals.Kind.list.maximumSize - 8)
+            bytes.append(contentsOf: withUnsafeBytes(of: UInt64(index)) { Array($0) })
+            try shared.finish(1, list: bytes)
+        }
+        var read = 0
+        let look = shared.visit(.list, version: 1) { _, bytes in
+            read += bytes.count
+            return true
+        }
+        #expect(look.truncated)
+        #expect(read <= SharedProposals.maximumBytesPerLook)
+        #expect(read >= SharedProposals.maximumBytesPerLook - SharedProposals.Kind.list.maximumSize)
+    }
 }

@@ -58,23 +58,21 @@ extension Publisher {
         let version = try nextVersion()
         let due = listIsDue(plan, now: now)
         let view = reviewView(plan: plan, version: version, now: now)
-        let found = shared.proposals(version)
-        noteIgnored(found.ignored, truncated: found.truncated, version: version)
-
         var agreeable: [(name: String, proposal: Proposal, bodySHA256: String)] = []
-        for (name, proposal) in found.objects {
+        let look = shared.visitProposals(version) { name, proposal in
             if let problem = ProposalReview.problem(with: proposal, view: view) {
                 metrics.proposalsRefused.increment()
                 logger.debug("not co-signing a proposal", metadata: ["pinstore.version": "\(version)", "pinstore.proposal": "\(name)",
                                                                        "pinstore.proposer": "\(proposal.proposer)", "pinstore.reason": "\(problem)"])
-                continue
+                return true
             }
             // Not due, this publisher signs only a proposal that changes the entries (another
             // vantage point's approved change, say): never a churn of identical lists.
-            guard due || proposalChangesEntries(proposal) else { continue }
-            guard let body = proposal.bodyBytes else { continue }
+            guard due || proposalChangesEntries(proposal), let body = proposal.bodyBytes else { return true }
             agreeable.append((name, proposal, StateFile.hex(SHA256Digest.hash(body))))
+            return agreeable.count < Self.maximumCoSignedPerVersion
         }
+        noteIgnored(look.ignored, truncated: look.truncated, version: version)
         if agreeable.isEmpty {
             guard due else { return }
             let made = try await makeProposal(version: version, plan: plan, now: now)
@@ -87,7 +85,7 @@ extension Publisher {
             agreeable = [(name, made, StateFile.hex(SHA256Digest.hash(body)))]
         }
         var signatures = shared.signatures(version)
-        for item in agreeable.prefix(Self.maximumCoSignedPerVersion) {
+        for item in agreeable {
             try await coSign(item.proposal, bodySHA256: item.bodySHA256, existing: signatures.objects.map(\.value))
         }
         signatures = shared.signatures(version)
@@ -96,7 +94,7 @@ extension Publisher {
         // list name is not a finished list: only one that verifies counts).
         try adoptFinishedLists(now: now)
         if try nextVersion() == version {
-            for item in agreeable.prefix(Self.maximumCoSignedPerVersion) {
+            for item in agreeable {
                 if try await finishIfSigned(item.proposal, bodySHA256: item.bodySHA256, signatures: signatures.objects.map(\.value), now: now) {
                     break
                 }
@@ -189,27 +187,35 @@ extension Publisher {
     func adoptFinishedLists(now: Date) throws(PublisherError) {
         for _ in 0..<Self.maximumAdoptedPerCycle {
             let version = try nextVersion()
-            let lists = shared.lists(version)
-            noteIgnored(lists.ignored, truncated: lists.truncated, version: version)
             var adopted = false
-            for (name, list) in lists.objects {
-                do {
-                    try checkPublishable(list, now: now)
+            var failure: PublisherError?
+            let look = shared.visit(.list, version: version) { name, list in
+                do throws(PublisherError) {
+                    let checked = try checkPublishable(list, now: now)
+                    guard checked.version == version else {
+                        throw PublisherError(.proposal, "it carries version \(checked.version), not \(version)")
+                    }
                 } catch {
                     // Valid but expired since: the list in force, not served. Anything else: not a list.
                     if adoptExpired(list, version: version) {
                         adopted = true
-                        break
+                        return false
                     }
                     logger.debug("a finished list is not taken", metadata: ["pinstore.list": "\(name)", "pinstore.error": "\(error.reason)"])
-                    continue
+                    return true
                 }
                 // A list clients accept: served now (an output folder that cannot be written
-                // throws, and the next cycle tries again).
-                try publish(list, now: now)
-                adopted = true
-                break
+                // fails the cycle, and the next cycle tries again).
+                do throws(PublisherError) {
+                    try publish(list, now: now)
+                    adopted = true
+                } catch {
+                    failure = error
+                }
+                return false
             }
+            noteIgnored(look.ignored, truncated: look.truncated, version: version)
+            if let failure { throw failure }
             guard adopted else { return }
         }
     }

@@ -22,14 +22,14 @@ package struct SharedProposals: Sendable {
     package enum Kind: String, Sendable, CaseIterable {
         case proposal, signature, list
 
-        /// The largest object of the kind that is read: a list as large as a store accepts
-        /// (1 MiB by default; 4 MiB here leaves room), a proposal as that list in Base64 with
-        /// approvals, a signature as a few hundred bytes.
+        /// The largest object of the kind that is read: a list twice as large as a store
+        /// accepts by default (`maximumListSize`, 1 MiB), a proposal as that list in Base64
+        /// with approvals, a signature as a few hundred bytes.
         var maximumSize: Int {
             switch self {
-            case .proposal: return 8 << 20
+            case .proposal: return 3 << 20
             case .signature: return 4 << 10
-            case .list: return 4 << 20
+            case .list: return 2 << 20
             }
         }
     }
@@ -37,6 +37,10 @@ package struct SharedProposals: Sendable {
     /// How many names of one kind and version are read at most. Honest vantage points write a
     /// handful; more means a writer floods the medium (logged, and counted in the metrics).
     package static let maximumObjectsPerVersion = 256
+    /// How many bytes one look at one kind and version reads at most, in all. Objects are read
+    /// and handled one at a time, so memory holds one object (and what the caller keeps), never
+    /// every object a writer put there.
+    package static let maximumBytesPerLook = 64 << 20
 
     package let medium: any PublicationMedium
 
@@ -59,48 +63,106 @@ package struct SharedProposals: Sendable {
         "\(kind.rawValue)-\(version)-\(StateFile.hex(SHA256Digest.hash(bytes))).json"
     }
 
-    /// The objects of `kind` for `version` whose bytes hash to their names.
-    package func objects(_ kind: Kind, version: Int64) -> Read<Data> {
-        var read = Read<Data>()
+    /// What one look found besides the objects handed on.
+    package struct Look: Sendable {
+        /// Names that were skipped: the wrong form, the wrong hash, too large, unreadable.
+        package var ignored: [(name: String, reason: String)] = []
+        /// True when more names (or bytes) existed than were read.
+        package var truncated = false
+    }
+
+    /// Hands each object of `kind` for `version` whose bytes hash to its name to `visit`, one
+    /// at a time, in name order, until `visit` returns false or the bounds are reached.
+    @discardableResult
+    package func visit(_ kind: Kind, version: Int64, _ visit: (_ name: String, _ bytes: Data) -> Bool) -> Look {
+        var look = Look()
         let prefix = "\(kind.rawValue)-\(version)-"
         let listed: (names: [String], truncated: Bool)
         do {
             listed = try medium.names(withPrefix: prefix, limit: Self.maximumObjectsPerVersion)
         } catch {
-            read.ignored.append((prefix, error.reason))
-            return read
+            look.ignored.append((prefix, error.reason))
+            return look
         }
-        read.truncated = listed.truncated
+        look.truncated = listed.truncated
+        var budget = Self.maximumBytesPerLook
         for name in listed.names {
             let rest = name.dropFirst(prefix.count)
             guard rest.count == 64 + 5, rest.hasSuffix(".json"),
                   rest.dropLast(5).utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
-                read.ignored.append((name, "not a name of the form \(prefix)<sha256>.json"))
+                look.ignored.append((name, "not a name of the form \(prefix)<sha256>.json"))
                 continue
+            }
+            guard budget > 0 else {
+                look.truncated = true
+                break
             }
             let data: Data?
             do {
-                data = try medium.read(name, maximumSize: kind.maximumSize)
+                data = try medium.read(name, maximumSize: min(kind.maximumSize, budget))
             } catch {
-                read.ignored.append((name, error.reason))
+                look.ignored.append((name, error.reason))
                 continue
             }
             guard let data else { continue }
+            budget -= data.count
             guard Self.name(kind, version: version, bytes: data) == name else {
-                read.ignored.append((name, "its bytes do not hash to its name"))
+                look.ignored.append((name, "its bytes do not hash to its name"))
                 continue
             }
-            read.objects.append((name, data))
+            guard visit(name, data) else { break }
         }
+        return look
+    }
+
+    /// The objects of `kind` for `version` whose bytes hash to their names (small kinds, and tests).
+    package func objects(_ kind: Kind, version: Int64) -> Read<Data> {
+        var read = Read<Data>()
+        let look = visit(kind, version: version) { name, data in
+            read.objects.append((name, data))
+            return true
+        }
+        read.ignored = look.ignored
+        read.truncated = look.truncated
         return read
     }
 
-    /// The proposals for `version` (each naming that version in its body).
-    package func proposals(_ version: Int64) -> Read<Proposal> {
-        decoded(.proposal, version: version, as: Proposal.self) { proposal in
-            guard proposal.format == 2 else { return "format \(proposal.format) is not 2" }
-            return proposal.version == version ? nil : "it names version \(proposal.version)"
+    /// Hands each proposal for `version` (naming that version in its body) to `visit`, one at a time.
+    @discardableResult
+    package func visitProposals(_ version: Int64, _ visit: (_ name: String, _ proposal: Proposal) -> Bool) -> Look {
+        var ignored: [(name: String, reason: String)] = []
+        var look = self.visit(.proposal, version: version) { name, data in
+            do {
+                let proposal = try Self.decoder.decode(Proposal.self, from: data)
+                guard proposal.format == 2 else {
+                    ignored.append((name, "format \(proposal.format) is not 2"))
+                    return true
+                }
+                guard proposal.version == version else {
+                    ignored.append((name, "it names version \(proposal.version)"))
+                    return true
+                }
+                return visit(name, proposal)
+            } catch {
+                ignored.append((name, "not a proposal: \(error)"))
+                return true
+            }
         }
+        look.ignored += ignored
+        return look
+    }
+
+    /// The proposals for `version` (each naming that version in its body), all in memory: for
+    /// tests and tools; the protocol visits them one at a time.
+    package func proposals(_ version: Int64) -> Read<Proposal> {
+        var read = Read<Proposal>()
+        let look = visitProposals(version) { name, proposal in
+            read.objects.append((name, proposal))
+            return true
+        }
+        read.ignored = look.ignored
+        read.truncated = look.truncated
+        return read
     }
 
     /// The signatures of proposals for `version` (not yet verified).
