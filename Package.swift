@@ -106,6 +106,8 @@ let package = Package(
                 // The probe waits for `TLSUserEvent.handshakeCompleted`: the server proved it
                 // holds the leaf's key.
                 .product(name: "NIOTLS", package: "swift-nio"),
+                // The report endpoint (pin-failure reports from the stores).
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -94,3 +94,45 @@ import PinStore
         #expect(plan.withdrawn.map(\.value) == ["OLD"])
     }
 }
+
+/// Agreement instead of waiting (`publishOnAgreement`, threshold 2 or more).
+@Suite struct AgreementRuleTests {
+    static let now = PublicationRulesTests.now
+    static let agreeing = PublicationRules.Settings(minimumSightings: 3, minimumSpan: 1_200, gracePeriod: 86_400, minimumRemainingValidity: 86_400,
+                                                    agreementWindow: 660)
+
+    static func outcome(_ certificate: PublisherState.SeenCertificate, settings: PublicationRules.Settings = agreeing) -> RuleOutcome {
+        PublicationRules.outcome(of: certificate, partner: PublicationRulesTests.partner, record: .init(), settings: settings, approvedBy: nil, now: now)
+    }
+
+    @Test func aCertificateSeenOnceNowMeetingRulesOneToFourIsPlanned() {
+        let outcome = Self.outcome(PublicationRulesTests.certificate(sightings: 1, span: 0))
+        #expect(outcome == .seenNowByAgreement)
+        #expect(outcome.publishes)
+    }
+
+    @Test func aCertificateNotSeenByTheLatestProbeIsNotPlannedByAgreement() {
+        var certificate = PublicationRulesTests.certificate(sightings: 1, span: 0)
+        certificate.lastSeen = Self.now - 3_600
+        certificate.firstSeen = certificate.lastSeen
+        #expect(Self.outcome(certificate).code == "tooFewSightings")
+    }
+
+    @Test func agreementWaivesNeitherTheCARuleNorCT() {
+        #expect(Self.outcome(PublicationRulesTests.certificate(sightings: 1, span: 0, cas: ["OTHER"])).code == "caNotAllowed")
+        let partner = PublicationRules.Partner(entry: .init(id: "api", host: "api.example", requireCertificateTransparency: true), allowedCAs: ["CA"])
+        let outcome = PublicationRules.outcome(of: PublicationRulesTests.certificate(sightings: 1, span: 0), partner: partner, record: .init(),
+                                               settings: Self.agreeing, approvedBy: nil, now: Self.now)
+        #expect(outcome.code == "notCTCompliant")
+    }
+
+    @Test func aSinglePublisherAlwaysWaitsForKSightingsOverT() throws {
+        let file = try PublicationFile(json: Data(#"{"partners": [], "signingKeys": [{"file": "k.pem"}], "outputFolder": "o", "stateFolder": "s"}"#.utf8),
+                                       baseDirectory: URL(fileURLWithPath: "/tmp"))
+        #expect(PublicationRules.Settings(file, threshold: 1).agreementWindow == nil)
+        #expect(PublicationRules.Settings(file, threshold: 2).agreementWindow != nil)
+        var off = file
+        off.publishOnAgreement = false
+        #expect(PublicationRules.Settings(off, threshold: 2).agreementWindow == nil)
+    }
+}

@@ -24,3 +24,28 @@ import Testing
         #expect(schedule.nextAction(at: Self.start + 180) == .sleep(until: Self.start + 3_780))
     }
 }
+
+@Suite struct RequestedProbeTests {
+    static let start = Date(timeIntervalSince1970: 1_800_000_000)
+
+    @Test func aRequestedProbeIsDueAtOnce() {
+        var schedule = PublisherSchedule(partners: ["a", "b"], start: Self.start, probeInterval: 600, cycleInterval: 600)
+        schedule.probed(["a", "b"], at: Self.start)
+        schedule.cycled(at: Self.start, succeeded: true)
+        #expect(schedule.requestProbe(["a"], at: Self.start + 100, minimumGap: 30) == ["a"])
+        #expect(schedule.nextAction(at: Self.start + 100) == .probe(["a"]))
+    }
+
+    @Test func aPartnerProbedWithinTheGapIsNotProbedAgainOnRequest() {
+        var schedule = PublisherSchedule(partners: ["a"], start: Self.start, probeInterval: 600, cycleInterval: 600)
+        schedule.probed(["a"], at: Self.start)
+        schedule.cycled(at: Self.start, succeeded: true)
+        #expect(schedule.requestProbe(["a"], at: Self.start + 10, minimumGap: 30).isEmpty)
+        #expect(schedule.nextAction(at: Self.start + 10) == .sleep(until: Self.start + 600))
+    }
+
+    @Test func aPartnerNotInTheFileIsNeverProbedOnRequest() {
+        var schedule = PublisherSchedule(partners: ["a"], start: Self.start, probeInterval: 600, cycleInterval: 600)
+        #expect(schedule.requestProbe(["elsewhere"], at: Self.start, minimumGap: 30).isEmpty)
+    }
+}

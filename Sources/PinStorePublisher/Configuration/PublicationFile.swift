@@ -42,6 +42,8 @@ import Foundation
 /// | `probeInterval` | `"10m"` | |
 /// | `minimumSightings` (K) | 3 | a certificate seen once (a transient interception) is never published |
 /// | `minimumSpan` (T) | `"20m"` | K sightings must span this much time (K = 3 probes 10 minutes apart) |
+/// | `publishOnAgreement` | true where `threshold` is 2 or more | a certificate that `threshold` vantage points each see in the same round is published without waiting for K over T (rules 1 to 4 still apply); false keeps K over T on top of the quorum |
+/// | `reportEndpoint` | none | `"ADDRESS:PORT"` where the publisher accepts the stores' pin-failure reports (point `reportURI` at `http://ADDRESS:PORT/pin-reports`); a report only makes it probe the partner now |
 /// | `gracePeriod` | `"14d"` | two of the clients' default 7-day update intervals |
 /// | `minimumRemainingValidity` | `"1d"` | a certificate expiring sooner is not worth pinning |
 /// | `announcementLifetime` | `"90d"` | how long an announced, undeployed key stays pinned |
@@ -145,6 +147,10 @@ public struct PublicationFile: Sendable {
     package var gracePeriod = PublicationDuration(seconds: 14 * 86_400)
     package var minimumRemainingValidity = PublicationDuration(seconds: 86_400)
     package var announcementLifetime = PublicationDuration(seconds: 90 * 86_400)
+    /// nil: on where the threshold is 2 or more.
+    package var publishOnAgreement: Bool?
+    /// `ADDRESS:PORT` of the report endpoint, nil for none.
+    package var reportEndpoint: String?
     package var certificateTransparencySection: String?
     /// A file holding the `revocations` section every published list carries.
     package var revocations: String?
@@ -249,11 +255,23 @@ public struct PublicationFile: Sendable {
         guard !listFileName.isEmpty, !listFileName.contains("/"), !listFileName.hasPrefix(".") else {
             throw PublisherError(.invalidPublicationFile, "\"listFileName\" \(String(reflecting: listFileName)) must be a plain file name.")
         }
+        if let reportEndpoint, Self.endpointAddress(reportEndpoint) == nil {
+            throw PublisherError(.invalidPublicationFile, "\"reportEndpoint\" \(String(reflecting: reportEndpoint)) is not ADDRESS:PORT (an IPv4 address and a port from 1 to 65535, e.g. \"127.0.0.1:8470\").")
+        }
         if let vantagePoint {
             guard !vantagePoint.name.isEmpty, vantagePoint.name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
                 throw PublisherError(.invalidPublicationFile, "vantagePoint.name \(String(reflecting: vantagePoint.name)) must be letters, digits, - and _.")
             }
         }
+    }
+
+    /// The IPv4 address and port of an `ADDRESS:PORT` endpoint, nil when it is not one.
+    package static func endpointAddress(_ text: String) -> (host: String, port: Int)? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, let port = Int(parts[1]), (1...65_535).contains(port) else { return nil }
+        let octets = parts[0].split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4, octets.allSatisfy({ $0.count <= 3 && UInt8($0) != nil }) else { return nil }
+        return (String(parts[0]), port)
     }
 
     /// `path` resolved against the file's folder.
@@ -292,7 +310,7 @@ extension PublicationFile {
         init(from decoder: any Decoder) throws {
             let known: Set<String> = ["partners", "signingKeys", "otherPublisherKeys", "approverKeys", "threshold", "keyDocuments",
                                       "signingCommandTimeout", "expires", "resignInterval", "probeInterval", "minimumSightings",
-                                      "minimumSpan", "gracePeriod", "minimumRemainingValidity", "announcementLifetime",
+                                      "minimumSpan", "gracePeriod", "minimumRemainingValidity", "announcementLifetime", "publishOnAgreement", "reportEndpoint",
                                       "certificateTransparencySection", "revocations", "crl", "outputFolder", "stateFolder", "listFileName", "vantagePoint"]
             try StrictKeys.check(decoder, known: known)
             let c = try decoder.container(keyedBy: AnyCodingKey.self)
@@ -319,6 +337,8 @@ extension PublicationFile {
             file.gracePeriod = try duration("gracePeriod", file.gracePeriod)
             file.minimumRemainingValidity = try duration("minimumRemainingValidity", file.minimumRemainingValidity)
             file.announcementLifetime = try duration("announcementLifetime", file.announcementLifetime)
+            file.publishOnAgreement = try c.decodeIfPresent(Bool.self, forKey: key("publishOnAgreement"))
+            file.reportEndpoint = try c.decodeIfPresent(String.self, forKey: key("reportEndpoint"))
             file.certificateTransparencySection = try c.decodeIfPresent(String.self, forKey: key("certificateTransparencySection"))
             file.revocations = try c.decodeIfPresent(String.self, forKey: key("revocations"))
             file.crl = try c.decodeIfPresent(String.self, forKey: key("crl"))

@@ -14,6 +14,11 @@ import PinStore
 /// 5. it was seen on at least K probes spanning at least T, so a transient interception seen
 ///    once never reaches the list.
 /// An approval (a signature by a trusted or approver key over the staged change) waives 3-5.
+/// With a threshold of 2 or more and `publishOnAgreement` (``Settings/agreementWindow``), rule 5
+/// is replaced by agreement: a certificate meeting 1-4 that this vantage point's latest probe
+/// saw presented goes into its plan at once, and since a list needs k signatures and each
+/// vantage point signs only pins of its own plan, it reaches a list only when k vantage points
+/// see it in the same round.
 /// Everything else is staged with its reason, never published.
 ///
 /// Withdrawal: a published pin stays while any address of the partner presents a certificate
@@ -27,17 +32,25 @@ package enum PublicationRules {
         package var minimumSpan: TimeInterval
         package var gracePeriod: TimeInterval
         package var minimumRemainingValidity: TimeInterval
+        /// Agreement instead of waiting: how recently this vantage point must have seen a
+        /// certificate for it to count as seen in this round; nil when rule 5 (K over T) holds.
+        package var agreementWindow: TimeInterval?
 
-        package init(minimumSightings: Int, minimumSpan: TimeInterval, gracePeriod: TimeInterval, minimumRemainingValidity: TimeInterval) {
+        package init(minimumSightings: Int, minimumSpan: TimeInterval, gracePeriod: TimeInterval, minimumRemainingValidity: TimeInterval,
+                     agreementWindow: TimeInterval? = nil) {
             self.minimumSightings = minimumSightings
             self.minimumSpan = minimumSpan
             self.gracePeriod = gracePeriod
             self.minimumRemainingValidity = minimumRemainingValidity
+            self.agreementWindow = agreementWindow
         }
 
-        package init(_ file: PublicationFile) {
+        /// The file's numbers; agreement replaces rule 5 only where `threshold` is 2 or more and
+        /// the file does not turn `publishOnAgreement` off (a single publisher always waits).
+        package init(_ file: PublicationFile, threshold: Int = 1) {
             self.init(minimumSightings: file.minimumSightings, minimumSpan: file.minimumSpan.seconds,
-                      gracePeriod: file.gracePeriod.seconds, minimumRemainingValidity: file.minimumRemainingValidity.seconds)
+                      gracePeriod: file.gracePeriod.seconds, minimumRemainingValidity: file.minimumRemainingValidity.seconds,
+                      agreementWindow: threshold >= 2 && (file.publishOnAgreement ?? true) ? file.probeInterval.seconds + 60 : nil)
         }
     }
 
@@ -87,6 +100,10 @@ package enum PublicationRules {
             }
             guard verdict.compliant else { return .notCTCompliant(verdict.detail) }
         }
+        if let window = settings.agreementWindow, now.timeIntervalSince(certificate.lastSeen) <= window,
+           certificate.sightings < settings.minimumSightings || certificate.lastSeen.timeIntervalSince(certificate.firstSeen) < settings.minimumSpan {
+            return .seenNowByAgreement
+        }
         if certificate.sightings < settings.minimumSightings {
             return .tooFewSightings(seen: certificate.sightings, needed: settings.minimumSightings)
         }
@@ -135,7 +152,7 @@ package enum PublicationRules {
                 if result.publishes, let pin {
                     let expires = Int64(pin.expires.timeIntervalSince1970.rounded(.down))
                     add(PublisherState.PublishedPin(partnerID: id, name: partner.entry.host, kind: partner.entry.pin, value: pin.value,
-                                                    expires: expires, source: result == .rulesMet ? "observed" : "approved",
+                                                    expires: expires, source: result == .rulesMet ? "observed" : result == .seenNowByAgreement ? "agreement" : "approved",
                                                     notServedSince: nil))
                     trustedCAs[id, default: []].formUnion(certificate.caSPKIs)
                 } else if !result.publishes {

@@ -8,6 +8,11 @@ package enum RuleOutcome: Sendable, Hashable, CustomStringConvertible {
     case rulesMet
     /// A person (or another trusted key) approved it; the CA, CT and K/T rules are waived.
     case approved(keyID: String)
+    /// Rules 1 to 4 are met and this vantage point's latest probe saw it presented, but not yet
+    /// K times over T: with a threshold k of 2 or more and `publishOnAgreement`, it goes into this
+    /// vantage point's plan, and so reaches a list only once k vantage points each see it in
+    /// the same round (multi-perspective validation instead of waiting).
+    case seenNowByAgreement
 
     // Waiting: published by itself once it is seen more (no person needed).
     /// Seen on fewer than K probes.
@@ -30,7 +35,7 @@ package enum RuleOutcome: Sendable, Hashable, CustomStringConvertible {
     /// Whether the certificate's pin goes into the list.
     package var publishes: Bool {
         switch self {
-        case .rulesMet, .approved: return true
+        case .rulesMet, .approved, .seenNowByAgreement: return true
         default: return false
         }
     }
@@ -48,6 +53,7 @@ package enum RuleOutcome: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .rulesMet: return "rulesMet"
         case .approved: return "approved"
+        case .seenNowByAgreement: return "seenNowByAgreement"
         case .tooFewSightings: return "tooFewSightings"
         case .spanTooShort: return "spanTooShort"
         case .chainDidNotValidate: return "chainDidNotValidate"
@@ -64,6 +70,8 @@ package enum RuleOutcome: Sendable, Hashable, CustomStringConvertible {
             return "every rule is met"
         case .approved(let keyID):
             return "approved by key \(keyID.prefix(16))"
+        case .seenNowByAgreement:
+            return "rules 1 to 4 met and presented at this vantage point's latest probe; published once threshold vantage points see it in the same round"
         case .tooFewSightings(let seen, let needed):
             return "seen on \(seen) of the \(needed) probes needed; published by itself if it is still presented"
         case .spanTooShort(let span, let needed):

@@ -35,6 +35,8 @@ public actor Publisher: Service {
     package internal(set) var schedule: PublisherSchedule
     /// Staged change IDs already logged, so each is logged once.
     var loggedStaged = Set<String>()
+    /// The loop's current sleep, cancelled by ``wake()`` when a probe is requested.
+    var sleeper: Task<Void, any Error>?
 
     /// A publisher for `setup`, resuming from the state file in its state folder.
     ///
@@ -57,8 +59,10 @@ public actor Publisher: Service {
         self.assembly = ListAssembly(entrySigner: first)
         self.state = try stateFile.load()
         let now = clock.now()
+        // With several vantage points a cycle (reading the others' proposals) is cheap and is
+        // what lets a peer's proposal be co-signed within seconds, not at the next probe round.
         self.schedule = PublisherSchedule(partners: file.partners.map(\.id), start: now, probeInterval: file.probeInterval.seconds,
-                                          cycleInterval: file.probeInterval.seconds)
+                                          cycleInterval: setup.threshold >= 2 ? min(file.probeInterval.seconds, Self.peerCycleInterval) : file.probeInterval.seconds)
     }
 
     /// A publisher for the publication file, probing every partner over TLS at every address
@@ -76,31 +80,72 @@ public actor Publisher: Service {
         try self.init(setup: try PublisherSetup(file: file), prober: prober, clock: clock, logger: logger, metricsFactory: metricsFactory)
     }
 
-    /// Probes, plans, publishes and re-signs until graceful shutdown or cancellation.
+    /// How often a vantage point among several looks at the others' proposals, at most.
+    static let peerCycleInterval: TimeInterval = 30
+
+    /// Probes, plans, publishes and re-signs until graceful shutdown or cancellation. When the
+    /// publication file names a `reportEndpoint`, it listens there for the stores' pin-failure
+    /// reports for as long as it runs.
     public func run() async throws {
-        try await cancelWhenGracefulShutdown {
-            try await self.loop()
+        var endpoint: PublisherReportEndpoint?
+        if let address = setup.file.reportEndpoint.flatMap(PublicationFile.endpointAddress) {
+            endpoint = try await PublisherReportEndpoint.start(host: address.host, port: address.port, publisher: self, logger: logger)
+            logger.info("listening for pin-failure reports", metadata: ["pinstore.endpoint": "\(address.host):\(address.port)"])
         }
+        do {
+            try await cancelWhenGracefulShutdown {
+                try await self.loop()
+            }
+        } catch {
+            try? await endpoint?.shutdown()
+            throw error
+        }
+        try? await endpoint?.shutdown()
     }
 
     private func loop() async throws {
         while !Task.isCancelled {
+            if case .sleep(let until) = await runDueWork() {
+                let task = Task { [clock] in try await clock.sleep(until: until) }
+                sleeper = task
+                // Cancelled by wake() (a probe was requested) or by the run's own cancellation.
+                _ = await withTaskCancellationHandler { await task.result } onCancel: { task.cancel() }
+                sleeper = nil
+            }
+        }
+    }
+
+    /// Does everything due now (probes, then a cycle) and returns what comes next: the loop's
+    /// body, which tests drive with an injected clock and no sleep.
+    @discardableResult
+    package func runDueWork() async -> PublisherSchedule.Action {
+        for _ in 0..<16 {
             adoptOutsideChanges()
-            let now = clock.now()
-            switch schedule.nextAction(at: now) {
+            let action = schedule.nextAction(at: clock.now())
+            switch action {
             case .probe(let ids):
                 await probe(ids)
             case .cycle:
                 let succeeded = await cycle()
                 schedule.cycled(at: clock.now(), succeeded: succeeded)
-            case .sleep(let until):
-                do {
-                    try await clock.sleep(until: until)
-                } catch {
-                    return
-                }
+            case .sleep:
+                return action
             }
         }
+        return schedule.nextAction(at: clock.now())
+    }
+
+    /// Ends the loop's current sleep, so work made due by a request runs now.
+    func wake() {
+        sleeper?.cancel()
+    }
+
+    /// Makes `partnerIDs` due for a probe now unless probed within `minimumGap`; wakes the loop.
+    @discardableResult
+    func requestProbe(_ partnerIDs: [String], minimumGap: TimeInterval) -> [String] {
+        let due = schedule.requestProbe(partnerIDs, at: clock.now(), minimumGap: minimumGap)
+        if !due.isEmpty { wake() }
+        return due
     }
 
     /// Probes the partners `ids` (all when nil) through the prober, records what they
@@ -167,7 +212,7 @@ public actor Publisher: Service {
 
     /// The plan at `now` from the state in memory.
     package func plan(at now: Date) -> PublicationPlan {
-        PublicationRules.plan(state: state, partners: setup.partners, settings: PublicationRules.Settings(setup.file),
+        PublicationRules.plan(state: state, partners: setup.partners, settings: PublicationRules.Settings(setup.file, threshold: setup.threshold),
                               approvals: verifiedApprovals(state.approvals), now: now)
     }
 

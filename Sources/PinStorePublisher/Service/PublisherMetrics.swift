@@ -14,6 +14,8 @@ import PinStore
 /// | `pinstore_publisher_pinned_certificate_expires_in_seconds` | gauge | `partner` |
 /// | `pinstore_publisher_proposals_refused_total` | counter | |
 /// | `pinstore_publisher_medium_objects_ignored_total` | counter | |
+/// | `pinstore_publisher_reports_total` | counter | `outcome`: `probing`, `rateLimited`, `unknownHost`, `unreadable` |
+/// | `pinstore_publisher_requested_probes_total` | counter | `cause`: `report`, `proposal` |
 struct PublisherMetrics: Sendable {
     let partnersProbed: Counter
     let probeFailures: Counter
@@ -24,6 +26,10 @@ struct PublisherMetrics: Sendable {
     let proposalsRefused: Counter
     /// Objects in the proposals medium skipped as junk (wrong name, hash, size, form).
     let mediumObjectsIgnored: Counter
+    /// Reports received, by what they caused.
+    let reports: [String: Counter]
+    /// Probes made due before their time, by cause.
+    let requestedProbes: [String: Counter]
     private let factory: any MetricsFactory
     /// One gauge per partner, made on first use (partners come from the file: bounded).
     private let pinExpiry = Locked<[String: Gauge]>([:])
@@ -35,6 +41,8 @@ struct PublisherMetrics: Sendable {
     static let listExpiresInLabel = "pinstore_publisher_list_expires_in_seconds"
     static let proposalsRefusedLabel = "pinstore_publisher_proposals_refused_total"
     static let mediumObjectsIgnoredLabel = "pinstore_publisher_medium_objects_ignored_total"
+    static let reportsLabel = "pinstore_publisher_reports_total"
+    static let requestedProbesLabel = "pinstore_publisher_requested_probes_total"
     static let pinnedCertificateExpiresInLabel = "pinstore_publisher_pinned_certificate_expires_in_seconds"
 
     init(factory: any MetricsFactory) {
@@ -46,6 +54,12 @@ struct PublisherMetrics: Sendable {
         listExpiresIn = Gauge(label: Self.listExpiresInLabel, dimensions: [], factory: factory)
         proposalsRefused = Counter(label: Self.proposalsRefusedLabel, dimensions: [], factory: factory)
         mediumObjectsIgnored = Counter(label: Self.mediumObjectsIgnoredLabel, dimensions: [], factory: factory)
+        reports = Dictionary(uniqueKeysWithValues: ["probing", "rateLimited", "unknownHost", "unreadable"].map {
+            ($0, Counter(label: Self.reportsLabel, dimensions: [("outcome", $0)], factory: factory))
+        })
+        requestedProbes = Dictionary(uniqueKeysWithValues: ["report", "proposal"].map {
+            ($0, Counter(label: Self.requestedProbesLabel, dimensions: [("cause", $0)], factory: factory))
+        })
     }
 
     func pinnedCertificateExpiresIn(partner: String) -> Gauge {

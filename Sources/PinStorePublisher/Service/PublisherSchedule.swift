@@ -21,6 +21,8 @@ package struct PublisherSchedule: Sendable, Equatable {
     }
 
     package private(set) var nextProbe: [String: Date]
+    /// When each partner was last probed (a requested probe keeps a gap after it).
+    package private(set) var lastProbe: [String: Date] = [:]
     package private(set) var nextCycle: Date
     package private(set) var failedCycles = 0
     package let probeInterval: TimeInterval
@@ -47,8 +49,27 @@ package struct PublisherSchedule: Sendable, Equatable {
 
     /// `partners` were probed at `now`: next probe in `probeInterval`, and a cycle now.
     package mutating func probed(_ partners: [String], at now: Date) {
-        for id in partners { nextProbe[id] = now.addingTimeInterval(probeInterval) }
+        for id in partners {
+            nextProbe[id] = now.addingTimeInterval(probeInterval)
+            lastProbe[id] = now
+        }
         nextCycle = min(nextCycle, now)
+    }
+
+    /// Asks for `partners` to be probed now (a store's report, or another vantage point's
+    /// proposal naming a certificate this one has not seen): each is probed at once unless it
+    /// was probed within `minimumGap`, so neither reports nor proposals can make the publisher
+    /// probe a partner more often than that. Returns the partners now due; unknown ones are
+    /// ignored.
+    @discardableResult
+    package mutating func requestProbe(_ partners: [String], at now: Date, minimumGap: TimeInterval) -> [String] {
+        var due: [String] = []
+        for id in partners where nextProbe[id] != nil {
+            if let last = lastProbe[id], now.timeIntervalSince(last) < minimumGap, last <= now { continue }
+            nextProbe[id] = min(nextProbe[id] ?? now, now)
+            due.append(id)
+        }
+        return due
     }
 
     /// A cycle ended at `now`.

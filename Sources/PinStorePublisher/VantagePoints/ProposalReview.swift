@@ -107,6 +107,14 @@ package enum ProposalReview {
         return nil
     }
 
+    /// The host names of entries `proposal` carries that this vantage point's own observations
+    /// do not support (lowercased; empty when the body is not a list).
+    package static func unsupportedNames(in proposal: Proposal, view: View) -> Set<String> {
+        guard let body = proposal.bodyBytes, let parsed = try? ListReadBack.parse(body) else { return [] }
+        let acceptable = acceptableExpiries(proposal, view: view)
+        return Set(parsed.entries.filter { acceptable[$0.entry.entryKey] == nil }.map { $0.entry.name.lowercased() })
+    }
+
     /// Entry key (`name kind value`) to the latest `expires` this vantage point gives it.
     static func acceptableExpiries(_ proposal: Proposal, view: View) -> [String: Int64] {
         var limits: [String: Int64] = [:]

@@ -61,6 +61,7 @@ extension Publisher {
         var agreeable: [(name: String, proposal: Proposal, bodySHA256: String)] = []
         let look = shared.visitProposals(version) { name, proposal in
             if let problem = ProposalReview.problem(with: proposal, view: view) {
+                probePartnersNamed(by: proposal, view: view)
                 metrics.proposalsRefused.increment()
                 logger.debug("not co-signing a proposal", metadata: ["pinstore.version": "\(version)", "pinstore.proposal": "\(name)",
                                                                        "pinstore.proposer": "\(proposal.proposer)", "pinstore.reason": "\(problem)"])
