@@ -136,6 +136,9 @@ public final class PinStore: Sendable {
         public static let startedInBackground = UpdateActivity("startedInBackground")
         /// A valid list is in force and nothing was due: nothing was downloaded.
         public static let notDue = UpdateActivity("notDue")
+        /// The list server answered `304 Not Modified` to a conditional request (the list in
+        /// force's `ETag` or `Last-Modified`): the list in force is current, nothing changed.
+        public static let notModified = UpdateActivity("notModified")
     }
 
     /// The configuration the store was made with, less its `fallbackData`: the store keeps
@@ -258,13 +261,17 @@ public final class PinStore: Sendable {
 
     /// Creates a store that downloads through `fetcher`.
     public convenience init(configuration: Configuration, fetcher: any FingerprintListFetcher, logger: Logger? = nil) throws(PinStoreError) {
-        try self.init(configuration: configuration, fetcher: fetcher, clock: SystemClock(), logger: logger)
+        // Random jitter on every schedule, so a fleet started together spreads its downloads.
+        try self.init(configuration: configuration, fetcher: fetcher, clock: SystemClock(), logger: logger,
+                      jitter: { Double.random(in: 0...1) })
     }
 
-    /// Creates a store with an injected clock (tests of expiry and scheduling).
+    /// Creates a store with an injected clock (tests of expiry and scheduling). `jitter` gives
+    /// each schedule's spread (0 to 1); nil means none, so tests see exact dates.
     package init(configuration: Configuration, fetcher: any FingerprintListFetcher, clock: any PinStoreClock,
                  logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil,
-                 reportSender: (any PinFailureReportSender)? = nil, reportLimits: PinFailureReporter.Limits = .init()) throws(PinStoreError) {
+                 reportSender: (any PinFailureReportSender)? = nil, reportLimits: PinFailureReporter.Limits = .init(),
+                 jitter: (@Sendable () -> Double)? = nil) throws(PinStoreError) {
         let (keySet, fallback, staticPins) = try configuration.validated()
         var kept = configuration
         kept.fallbackData = nil
@@ -298,7 +305,8 @@ public final class PinStore: Sendable {
         let state = Locked(State())
         self.state = state
         self.updater = ListUpdater(configuration: kept, configuredKeys: keySet, fetcher: fetcher, clock: clock,
-                                   logger: self.logger, metrics: metrics, inForce: state)
+                                   logger: self.logger, metrics: metrics, inForce: state,
+                                   jitter: jitter ?? { 0 })
         updater.connect(ListUpdater.Hooks(
             listChanged: { [weak self] now in self?.listChanged(at: now) },
             refreshGauges: { [weak self] now in self?.updateGauges(now: now) },

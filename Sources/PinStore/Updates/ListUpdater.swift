@@ -38,6 +38,25 @@ final class ListUpdater: Sendable {
         var inFlight: Task<PinStore.UpdateReport, Never>?
         /// Downloads started on behalf of refusals (``updateAfterRefusal(decidedUnder:)``).
         var refusalBudget: RefusalBudget
+        /// The list server's validators of the list in force (`ETag`, `Last-Modified`), sent
+        /// back as `If-None-Match` / `If-Modified-Since` so an unchanged list costs a 304.
+        var validators: ListValidators?
+    }
+
+    /// What a list server said about the bytes of the list in force.
+    struct ListValidators: Sendable, Equatable {
+        var etag: String?
+        var lastModified: String?
+        /// The identity of the list they belong to (``PinStore/StoredList/identity``).
+        var listIdentity: Data
+    }
+
+    /// What one download brought.
+    enum Downloaded: Sendable {
+        /// A body to verify, with the validators the server sent.
+        case list(PersistedList, etag: String?, lastModified: String?)
+        /// 304: the list in force is current.
+        case notModified
     }
 
     let configuration: PinStore.Configuration
@@ -59,11 +78,15 @@ final class ListUpdater: Sendable {
     /// effect; decisions never take it (they read the published snapshot).
     let trust: Locked<TrustedListState>
     let hooks = Locked(Hooks())
+    /// A fraction from 0 to 1 for each schedule's jitter (random; fixed in tests).
+    let jitter: @Sendable () -> Double
 
     /// An updater for `configuration` (validated: `configuredKeys` is its key set) that puts the
     /// lists it accepts in force in `inForce`. Reads nothing yet: see ``loadSaved()``.
     init(configuration: PinStore.Configuration, configuredKeys: ListKeySet, fetcher: any FingerprintListFetcher,
-         clock: any PinStoreClock, logger: Logger, metrics: PinStoreMetrics, inForce: Locked<PinStore.State>) {
+         clock: any PinStoreClock, logger: Logger, metrics: PinStoreMetrics, inForce: Locked<PinStore.State>,
+         jitter: @escaping @Sendable () -> Double = { 0 }) {
+        self.jitter = jitter
         self.configuration = configuration
         self.configuredKeys = configuredKeys
         self.fetcher = fetcher
@@ -238,8 +261,10 @@ final class ListUpdater: Sendable {
                 listChanged = true
                 return nil
             }
+            // The list server asked for a pause (429 or 503 with Retry-After): refusals wait too.
+            if state.schedule.serverAskedToWait(at: now) != nil { return nil }
             guard state.refusalBudget.spend(at: now) else { return nil }
-            let task = makeDownloadTask()
+            let task = makeDownloadTask(byRefusal: true)
             state.inFlight = task
             return task
         }
@@ -266,7 +291,7 @@ final class ListUpdater: Sendable {
     /// - Parameter adoptingNewerFile: For scheduled updates: when another process sharing the
     ///   storage directory saved a newer verified list that is not due yet, take it instead of
     ///   downloading.
-    private func makeDownloadTask(adoptingNewerFile: Bool = false) -> Task<PinStore.UpdateReport, Never> {
+    private func makeDownloadTask(adoptingNewerFile: Bool = false, byRefusal: Bool = false) -> Task<PinStore.UpdateReport, Never> {
         Task { [self] in
             if adoptingNewerFile, self.adoptNewerStoredList() {
                 self.state.withLock { $0.inFlight = nil }
@@ -275,14 +300,19 @@ final class ListUpdater: Sendable {
                 self.hooks.withLock { $0 }.updateFinished(report)
                 return report
             }
-            let report = await self.downloadAndApply()
+            let generation = self.inForce.withLock { $0.list.generation }
+            let (report, retryAfter) = await self.downloadAndApply()
             if report.result == .ok {
                 FreedMemory.returnAfterLargeList(pinCount: self.inForce.withLock { $0.list.index?.pinCount ?? 0 })
             }
             let now = self.clock.now()
+            let changed = self.inForce.withLock { $0.list.generation } != generation
+            let jitter = self.jitter()
             self.changingSchedule { state in
                 state.inFlight = nil
-                if report.result != .ok { state.schedule.downloadFailed(at: now) }
+                if report.result != .ok { state.schedule.downloadFailed(at: now, retryAfter: retryAfter, jitter: jitter) }
+                state.refusalBudget.downloadEnded(at: now, outcome: report.result != .ok ? .failed : changed ? .newList : .unchanged,
+                                                  byRefusal: byRefusal, jitter: jitter)
             }
             self.metrics.record(report.result)
             self.hooks.withLock { $0 }.updateFinished(report)
@@ -290,47 +320,106 @@ final class ListUpdater: Sendable {
         }
     }
 
-    private func downloadAndApply() async -> PinStore.UpdateReport {
+    /// Downloads and applies the list; the server's Retry-After (seconds) when it answered 429
+    /// or 503 with one.
+    private func downloadAndApply() async -> (PinStore.UpdateReport, TimeInterval?) {
         // One time for the whole update: key document expiry, list expiry and the schedule.
         let now = clock.now()
         // A list in force past its `expires` is reported before the update that replaces it.
         hooks.withLock { $0 }.refreshGauges(now)
+        var retryAfter: TimeInterval?
         do {
             try await refreshKeys(at: now)
-            let saveError = try apply(try await download(), now: now)
-            logger.info("fingerprint list updated", metadata: ["pinstore.identifier": "\(configuration.identifier)"])
-            return PinStore.UpdateReport(result: .ok, error: nil, saveError: saveError)
+            switch try await download(retryAfter: &retryAfter) {
+            case .notModified:
+                let current = trust.withLock { $0.inForce?.list }
+                keepCurrentList(current, now: now)
+                logger.debug("fingerprint list not modified", metadata: ["pinstore.identifier": "\(configuration.identifier)"])
+                return (PinStore.UpdateReport(result: .ok, error: nil, activity: .notModified), nil)
+            case .list(let list, let etag, let lastModified):
+                let saveError = try apply(list, now: now)
+                let identity = trust.withLock { $0.inForce?.list.identity }
+                state.withLock { state in
+                    state.validators = identity.flatMap { identity in
+                        etag == nil && lastModified == nil ? nil : ListValidators(etag: etag, lastModified: lastModified, listIdentity: identity)
+                    }
+                }
+                logger.info("fingerprint list updated", metadata: ["pinstore.identifier": "\(configuration.identifier)"])
+                return (PinStore.UpdateReport(result: .ok, error: nil, saveError: saveError), nil)
+            }
         } catch {
             logger.warning("fingerprint list update failed", metadata: ["pinstore.reason": "\(error)", "pinstore.identifier": "\(configuration.identifier)"])
-            return PinStore.UpdateReport(result: error.updateResult, error: error)
+            return (PinStore.UpdateReport(result: error.updateResult, error: error), retryAfter)
         }
     }
 
-    /// Downloads the list (not verified yet: that is ``TrustedListState/acceptList(_:at:)``'s part).
-    private func download() async throws(PinStoreError) -> PersistedList {
+    /// Downloads the list (not verified yet: that is ``TrustedListState/acceptList(_:at:)``'s
+    /// part). A static list in force is asked for conditionally: its validators go with the
+    /// request, and a 304 means it is current. A challenge-mode list never is (each response
+    /// is signed over a new challenge).
+    private func download(retryAfter: inout TimeInterval?) async throws(PinStoreError) -> Downloaded {
         var headers: [String: String] = [:]
         var challenge: String?
+        var conditional = false
         if configuration.useChallenge {
             let fresh = try RandomBytes.generate(16).base64EncodedString()
             challenge = fresh
             headers[PinStore.challengeHeader] = fresh
+        } else if let validators = state.withLock({ $0.validators }),
+                  validators.listIdentity == trust.withLock({ $0.inForce?.list.identity }) {
+            if let etag = validators.etag { headers["If-None-Match"] = etag }
+            if let lastModified = validators.lastModified { headers["If-Modified-Since"] = lastModified }
+            conditional = true
         }
         let request = FingerprintListRequest(url: configuration.serviceURL, headers: headers,
                                              timeout: configuration.requestTimeout,
                                              maximumBodySize: configuration.maximumListSize,
                                              allowsLoopbackHTTP: configuration.serviceURL.isLoopbackHTTP)
         let response = try await fetcher.fetch(request)
+        if response.statusCode == 304 {
+            guard conditional else {
+                throw PinStoreError(.network, "The list server answered 304 Not Modified to a request that was not conditional.")
+            }
+            return .notModified
+        }
         guard (200..<300).contains(response.statusCode) else {
-            throw PinStoreError(.network, "The list server answered HTTP \(response.statusCode).")
+            if response.statusCode == 429 || response.statusCode == 503 {
+                retryAfter = response.headers["retry-after"].flatMap { Self.retryAfterSeconds($0, now: clock.now()) }
+            }
+            throw PinStoreError(.network, "The list server answered HTTP \(response.statusCode)\(retryAfter.map { "; it asked for no request for \(Int($0)) s (Retry-After), and none is made before" } ?? "").")
         }
         guard response.body.count <= configuration.maximumListSize else {
             throw PinStoreError(.invalidListData, "The list is larger than the \(configuration.maximumListSize)-byte limit.")
         }
-        return PersistedList(mode: challenge == nil ? .static : .challenge, body: response.body,
-                             challenge: challenge,
-                             signature: challenge == nil ? nil : response.headers[PinStore.signatureHeader.lowercased()],
-                             extraSignatures: challenge == nil ? nil : response.headers[ListVerifier.extraSignaturesHeader.lowercased()],
-                             nextUpdate: 0)
+        // Validators are kept only when short and printable (they are sent back as headers).
+        func validator(_ name: String) -> String? {
+            guard let value = response.headers[name], value.utf8.count <= 256,
+                  value.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7F }) else { return nil }
+            return value
+        }
+        let list = PersistedList(mode: challenge == nil ? .static : .challenge, body: response.body,
+                                 challenge: challenge,
+                                 signature: challenge == nil ? nil : response.headers[PinStore.signatureHeader.lowercased()],
+                                 extraSignatures: challenge == nil ? nil : response.headers[ListVerifier.extraSignaturesHeader.lowercased()],
+                                 nextUpdate: 0)
+        return .list(list, etag: challenge == nil ? validator("etag") : nil, lastModified: challenge == nil ? validator("last-modified") : nil)
+    }
+
+    /// The seconds a `Retry-After` value asks for: delay-seconds, or an HTTP-date (IMF-fixdate)
+    /// from `now`; nil when it is neither, or in the past.
+    static func retryAfterSeconds(_ value: String, now: Date) -> TimeInterval? {
+        let text = value.trimmingCharacters(in: .whitespaces)
+        guard text.utf8.count <= 64 else { return nil }
+        if !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            return text.count > 10 ? nil : TimeInterval(text)
+        }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        guard let date = formatter.date(from: text) else { return nil }
+        let seconds = date.timeIntervalSince(now)
+        return seconds > 0 ? seconds : nil
     }
 
     /// Verifies signed material, from the network or from the store file, with the keys in
@@ -376,7 +465,9 @@ final class ListUpdater: Sendable {
         var next = UpdateSchedule.nextUpdate(for: valid, now: now, periodicInterval: configuration.periodicUpdateInterval,
                                              expirationThreshold: configuration.expirationUpdateThreshold)
         if let listExpires { next = min(next, Date(timeIntervalSince1970: TimeInterval(listExpires))) }
-        return max(next, now.addingTimeInterval(min(Self.minimumUpdateInterval, configuration.periodicUpdateInterval)))
+        let earliest = now.addingTimeInterval(min(Self.minimumUpdateInterval, configuration.periodicUpdateInterval))
+        // Stores that applied a list together (a fleet started together) spread their next one.
+        return max(RefreshSchedule.jittered(next, now: now, earliest: earliest, jitter: jitter()), earliest)
     }
 
     /// A download brought the version already in force (`current`): keep it, and schedule as

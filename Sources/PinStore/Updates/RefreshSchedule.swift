@@ -42,10 +42,30 @@ struct RefreshSchedule: Sendable, Equatable {
     }
 
     /// A download (scheduled or not) failed at `now`: back off before the next scheduled one.
-    mutating func downloadFailed(at now: Date) {
+    /// `retryAfter` is the server's `Retry-After` (429 or 503): never asked again sooner, up to
+    /// the periodic interval. `jitter` (0 to 1) stretches the wait by up to a quarter, so a
+    /// fleet that failed together does not come back together.
+    mutating func downloadFailed(at now: Date, retryAfter: TimeInterval? = nil, jitter: Double = 0) {
         failures += 1
-        retryAt = now.addingTimeInterval(Self.retryDelay(afterFailures: failures, periodicInterval: periodicInterval))
+        var delay = Self.retryDelay(afterFailures: failures, periodicInterval: periodicInterval)
+        delay *= 1 + 0.25 * min(max(jitter, 0), 1)
+        if let retryAfter, retryAfter.isFinite, retryAfter > 0 { delay = max(delay, min(retryAfter, periodicInterval)) }
+        retryAt = now.addingTimeInterval(delay)
         dueDate = max(listDue, retryAt ?? listDue)
+    }
+
+    /// The list server asked for no request before `date` (Retry-After), or nil.
+    func serverAskedToWait(at now: Date) -> Date? {
+        guard let retryAt, retryAt > now else { return nil }
+        return retryAt
+    }
+
+    /// `nextUpdate` brought forward by up to a tenth of the time to it (`jitter` from 0 to 1),
+    /// never before `earliest`: stores that applied a list together spread their next downloads.
+    static func jittered(_ nextUpdate: Date, now: Date, earliest: Date, jitter: Double) -> Date {
+        let interval = nextUpdate.timeIntervalSince(now)
+        guard interval > 0 else { return nextUpdate }
+        return max(earliest, now.addingTimeInterval(interval * (1 - 0.1 * min(max(jitter, 0), 1))))
     }
 
     /// When a list read from the store file at start-up is next due. The file's `nextUpdate` and
