@@ -65,7 +65,7 @@ extension PublisherState {
                     if countedThisRound.insert(key).inserted {
                         // A first sighting starts the span; later ones extend it.
                         if seen.sightings == 0 { seen.firstSeen = now }
-                        seen.sightings += 1
+                        seen.sightings = seen.sightings == .max ? .max : seen.sightings + 1
                         if let ctVerdict {
                             var verdict = ctVerdict(observation.validatedChain)
                             verdict.detail = Bounds.text(verdict.detail, bytes: Bounds.textBytes)
