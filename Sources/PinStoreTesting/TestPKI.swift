@@ -115,6 +115,14 @@ public struct TestPKI: Sendable {
         return try issuer.issueLeaf(names: names, validity: validity ?? self.validity)
     }
 
+    /// Issues another leaf from ``intermediate`` whose subject carries about `subjectPadding`
+    /// more bytes (organizational units of 64 characters, each numbered): the oversized
+    /// certificate a hostile partner presents, in the publisher's tests.
+    package func issueLeaf(for names: [String], validity: DateInterval? = nil, subjectPadding: Int) throws(PinStoreTestingError) -> TestIdentity {
+        try Self.checkNames(names)
+        return try issuer.issueLeaf(names: names, validity: validity ?? self.validity, subjectPadding: subjectPadding)
+    }
+
     /// From an hour before `start` (clock skew) for 30 days.
     public static func defaultValidity(from start: Date = Date()) -> DateInterval {
         DateInterval(start: start.addingTimeInterval(-3_600), duration: 30 * 86_400)
@@ -188,6 +196,19 @@ final class Authority: @unchecked Sendable {
     func issueLeaf(names: [String], validity: DateInterval) throws(PinStoreTestingError) -> TestIdentity {
         let key = try CertificateKey()
         let builder = try leafBuilder(names: names, validity: validity, key: key)
+        try builder.sign(with: self.key)
+        return try identity(builder, key: key)
+    }
+
+    /// A TLS server leaf for `names` with about `subjectPadding` bytes more in its subject.
+    func issueLeaf(names: [String], validity: DateInterval, subjectPadding: Int) throws(PinStoreTestingError) -> TestIdentity {
+        let key = try CertificateKey()
+        let builder = try leafBuilder(names: names, validity: validity, key: key)
+        let unit = 64
+        for index in 0..<((max(subjectPadding, 0) + unit - 1) / unit) {
+            let label = "\(index) "
+            try builder.appendSubjectOrganizationalUnit(label + String(repeating: "x", count: unit - label.count))
+        }
         try builder.sign(with: self.key)
         return try identity(builder, key: key)
     }

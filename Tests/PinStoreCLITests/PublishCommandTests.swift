@@ -19,7 +19,8 @@ import Testing
     }
 
     /// A publication folder for one partner: K = 1 and T = 0, so one `once` round publishes.
-    static func folder(_ pki: TestPKI, anchors: [X509Certificate]? = nil) throws -> Folder {
+    /// `extra` (`, "key": value`) is added to the file's top level.
+    static func folder(_ pki: TestPKI, anchors: [X509Certificate]? = nil, extra: String = "") throws -> Folder {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-publish-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         let key = try P256PrivateKey()
@@ -30,7 +31,7 @@ import Testing
             {"partners": [{"id": "partner", "host": "\(host)", "anchors": "anchors.pem", "allowedCAs": ["intermediate.pem"]}],
              "signingKeys": [{"file": "signing.key.pem"}],
              "minimumSightings": 1, "minimumSpan": 0, "probeInterval": "1m",
-             "outputFolder": "public", "stateFolder": "state"}
+             "outputFolder": "public", "stateFolder": "state"\(extra)}
             """
         try Data(json.utf8).write(to: url.appendingPathComponent("publication.json"))
         return Folder(url: url, key: key)
@@ -91,6 +92,60 @@ import Testing
         let verified = try await Self.verify(folder)
         #expect(verified.status == 0, "\(verified.stdout)\(verified.stderr)")
         #expect(verified.stdout.contains(pin))
+    }
+
+    /// `announce && deploy` must not deploy a key no client pins: with the output folder
+    /// read-only (as a full disk leaves it) `announce` exits 5, the announcement stays recorded,
+    /// and the next round publishes it.
+    @Test func announceExitsFiveWhenNoPublishedListCarriesTheKeyAndKeepsTheAnnouncement() async throws {
+        let pki = try TestPKI(hosts: [Self.host])
+        let next = try pki.issueLeaf(for: [Self.host])
+        let folder = try Self.folder(pki)
+        let pin = next.certificate.spkiSHA256Base64
+        try await TestHTTPSServer.withServer(presenting: pki.leaf) { server in
+            let once = try await Self.publish(["once"], folder, port: server.port)
+            try #require(once.status == 0, "\(once.stdout)\(once.stderr)")
+            let unwritable = try UnwritableFolder(folder.list.deletingLastPathComponent().path)
+            let announce: ProcessOutput
+            do {
+                defer { unwritable.restore() }
+                announce = try await Self.publish(["announce", "--host", Self.host, "--spki", pin], folder)
+            }
+            #expect(announce.status == 5, "\(announce.stdout)\(announce.stderr)")
+            #expect(announce.stdout.contains("recorded, but no published list carries it yet"))
+            #expect(announce.stderr.contains("do not deploy the key yet"))
+            let before = try await Self.verify(folder)
+            #expect(!before.stdout.contains(pin))
+
+            let again = try await Self.publish(["once"], folder, port: server.port)
+            #expect(again.status == 0, "\(again.stdout)\(again.stderr)")
+        }
+        let verified = try await Self.verify(folder)
+        #expect(verified.status == 0, "\(verified.stdout)\(verified.stderr)")
+        #expect(verified.stdout.contains(pin))
+    }
+
+    /// Exit 4 means the list is not re-signed in time, not that it expires within a day: a
+    /// 12-hour list re-signed every hour is fine; a list that should have 29 days left (the file
+    /// now asks for 30-day lists) but has 12 hours is overdue until `once` re-signs it.
+    @Test func statusExitsFourOnlyWhenTheListIsNotReSignedInTime() async throws {
+        let pki = try TestPKI(hosts: [Self.host])
+        let folder = try Self.folder(pki, extra: #", "expires": "12h", "resignInterval": "1h""#)
+        try await TestHTTPSServer.withServer(presenting: pki.leaf) { server in
+            let once = try await Self.publish(["once"], folder, port: server.port)
+            #expect(once.status == 0, "\(once.stdout)\(once.stderr)")
+            let status = try await Self.publish(["status"], folder)
+            #expect(status.status == 0, "\(status.stdout)\(status.stderr)")
+            #expect(status.stdout.contains("re-signing due"))
+
+            let file = try String(contentsOfFile: folder.file, encoding: .utf8)
+            try file.replacingOccurrences(of: #""expires": "12h", "resignInterval": "1h""#, with: #""expires": "30d", "resignInterval": "1d""#)
+                .write(toFile: folder.file, atomically: true, encoding: .utf8)
+            let overdue = try await Self.publish(["status"], folder)
+            #expect(overdue.status == 4, "\(overdue.stdout)\(overdue.stderr)")
+            let resigned = try await Self.publish(["once"], folder, port: server.port)
+            #expect(resigned.status == 0, "\(resigned.stdout)\(resigned.stderr)")
+        }
     }
 
     @Test func announceRefusesAnUnknownPartner() async throws {

@@ -28,16 +28,24 @@ final class SteppedClock: PinStoreClock, @unchecked Sendable {
 final class SwitchableResolver: ProbeAddressResolver, @unchecked Sendable {
     private let lock = NSLock()
     private var current: [Int]
+    private var byHost: [String: [Int]] = [:]
 
     init(_ ports: [Int]) { current = ports }
 
+    /// The ports of every name without ports of its own.
     var ports: [Int] {
         get { lock.lock(); defer { lock.unlock() }; return current }
         set { lock.lock(); current = newValue; lock.unlock() }
     }
 
+    /// The ports of `host` alone (another partner's name).
+    func setPorts(_ ports: [Int], forHost host: String) {
+        lock.lock(); byHost[host] = ports; lock.unlock()
+    }
+
     func addresses(for host: String, port: Int) async throws(ProbeAddressResolutionError) -> [ProbeAddress] {
-        ports.map { ProbeAddress(ip: "127.0.0.1", port: $0) }
+        let ports = lock.withLock { byHost[host] ?? current }
+        return ports.map { ProbeAddress(ip: "127.0.0.1", port: $0) }
     }
 }
 
@@ -56,10 +64,10 @@ struct EndToEndFixture {
     let probeInterval: TimeInterval
 
     /// Writes the files. `settings` are merged into the publication file's top level,
-    /// `partner` into the partner's entry.
+    /// `partner` into the partner's entry; `morePartners` follow it as written.
     init(pki: TestPKI, ports: [Int], clock: SteppedClock = SteppedClock(), signingKey: P256PrivateKey? = nil,
          directory: URL? = nil, probeInterval: TimeInterval = 60,
-         settings: [String: Any] = [:], partner: [String: Any] = [:]) throws {
+         settings: [String: Any] = [:], partner: [String: Any] = [:], morePartners: [[String: Any]] = []) throws {
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-publisher-\(UUID().uuidString)")
         self.pki = pki
         self.signingKey = try signingKey ?? P256PrivateKey()
@@ -76,7 +84,7 @@ struct EndToEndFixture {
                                     "allowedCAs": ["intermediate.pem"]]
         entry.merge(partner) { $1 }
         var top: [String: Any] = [
-            "partners": [entry],
+            "partners": [entry] + morePartners,
             "signingKeys": [["file": "signing.key.pem"]],
             "probeInterval": Int(probeInterval),
             "minimumSightings": 3,

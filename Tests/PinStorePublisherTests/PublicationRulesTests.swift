@@ -136,3 +136,92 @@ import PinStore
         #expect(PublicationRules.Settings(off, threshold: 2).agreementWindow == nil)
     }
 }
+
+@Suite struct PublicationRulesBoundsTests {
+    typealias Rules = PublicationRulesTests
+
+    /// A partner presenting `count` certificates at once that meet every rule; `published`
+    /// of them are in the list already.
+    static func state(presenting count: Int, published: Range<Int>) -> PublisherState {
+        var state = PublisherState()
+        var record = PublisherState.PartnerRecord()
+        for index in 0..<count {
+            var certificate = Rules.certificate()
+            certificate.leafSHA256 = String(format: "LEAF%03d", index)
+            record.certificates[certificate.leafSHA256] = certificate
+            record.addresses["10.0.0.\(index):443"] = .init(lastObserved: Rules.now, leafSHA256: certificate.leafSHA256)
+        }
+        state.partners["api"] = record
+        state.publishedPins = published.map { index in
+            .init(partnerID: "api", name: "api.example", kind: .leafCertificate, value: String(format: "LEAF%03d", index),
+                  expires: Int64(Rules.now.timeIntervalSince1970) + 1_000_000, source: "observed", notServedSince: nil)
+        }
+        return state
+    }
+
+    @Test func aPartnerHasAtMostTheMaximumPinsAndThoseAlreadyPublishedStay() {
+        let limit = PublicationRules.maximumPinsPerPartner
+        // The published ones sort last by value: they stay because they are published.
+        let published = 8..<(8 + limit)
+        let plan = PublicationRules.plan(state: Self.state(presenting: limit + 8, published: published), partners: [Rules.partner],
+                                         settings: Rules.settings, approvals: [:], now: Rules.now)
+        #expect(plan.pins.count == limit)
+        #expect(Set(plan.pins.map(\.value)) == Set(published.map { String(format: "LEAF%03d", $0) }))
+        #expect(plan.staged.map(\.outcome) == Array(repeating: .tooManyPins(limit: limit), count: 8))
+        #expect(plan.staged.allSatisfy { $0.needsPerson })
+        #expect(plan.withdrawn.isEmpty)
+    }
+
+    @Test func aPinInItsGracePeriodMakesRoomForOnesPresentedNow() {
+        let limit = PublicationRules.maximumPinsPerPartner
+        var state = Self.state(presenting: limit, published: 0..<limit)
+        state.publishedPins.append(.init(partnerID: "api", name: "api.example", kind: .leafCertificate, value: "GONE",
+                                         expires: Int64(Rules.now.timeIntervalSince1970) + 1_000_000, source: "observed",
+                                         notServedSince: Rules.now - 60))
+        let plan = PublicationRules.plan(state: state, partners: [Rules.partner], settings: Rules.settings, approvals: [:], now: Rules.now)
+        #expect(plan.pins.count == limit)
+        #expect(plan.withdrawn.map(\.value) == ["GONE"])
+        #expect(plan.staged.isEmpty)
+    }
+
+    /// An announced key that was deployed, seen and retired: not pinned again by its
+    /// announcement, so the pin it has in the list follows the normal withdrawal.
+    @Test func aRetiredAnnouncedKeyFollowsTheNormalWithdrawal() {
+        var state = PublisherState()
+        var record = PublisherState.PartnerRecord()
+        var current = Rules.certificate()
+        current.leafSHA256 = "NEXT-NEXT"
+        current.spkiSHA256 = "THIRD-KEY"
+        record.certificates["NEXT-NEXT"] = current
+        record.addresses["a"] = .init(lastObserved: Rules.now, leafSHA256: "NEXT-NEXT")
+        state.partners["api"] = record
+        let lifetime = Rules.now + 80 * 86_400
+        state.announcements = [
+            .init(partnerID: "api", spkiSHA256: "RETIRED-KEY", announcedAt: Rules.now - 30 * 86_400, expires: lifetime,
+                  firstPresented: Rules.now - 20 * 86_400),
+            .init(partnerID: "api", spkiSHA256: "UNDEPLOYED-KEY", announcedAt: Rules.now - 30 * 86_400, expires: lifetime),
+        ]
+        func pin(_ value: String, notServedSince: Date?) -> PublisherState.PublishedPin {
+            .init(partnerID: "api", name: "api.example", kind: .leafKey, value: value, expires: Int64(lifetime.timeIntervalSince1970),
+                  source: "announced", notServedSince: notServedSince)
+        }
+        func plan(retiredSince: Date?, at now: Date) -> PublicationPlan {
+            var state = state
+            state.publishedPins = [pin("RETIRED-KEY", notServedSince: retiredSince), pin("UNDEPLOYED-KEY", notServedSince: nil)]
+            return PublicationRules.plan(state: state, partners: [Rules.partner], settings: Rules.settings, approvals: [:], now: now)
+        }
+        // Just retired: its withdrawal clock starts; the undeployed one stays pinned.
+        let first = plan(retiredSince: nil, at: Rules.now)
+        #expect(first.pins.first { $0.value == "RETIRED-KEY" }?.notServedSince == Rules.now)
+        #expect(first.pins.first { $0.value == "UNDEPLOYED-KEY" }?.notServedSince == nil)
+        #expect(first.retiringAnnouncements == [.init(partnerID: "api", spkiSHA256: "RETIRED-KEY")])
+        // A grace period later it is withdrawn, 70 days before its announcement would expire.
+        let later = plan(retiredSince: Rules.now, at: Rules.now + Rules.settings.gracePeriod)
+        #expect(later.withdrawn.map(\.value) == ["RETIRED-KEY"])
+        #expect(later.pins.map(\.value).contains("UNDEPLOYED-KEY"))
+        // Adopting that list ends the retired announcement; the undeployed one counts on.
+        var adopted = state
+        adopted.adopt(later)
+        #expect(adopted.announcements.map(\.ended) == [Rules.now + Rules.settings.gracePeriod, nil])
+    }
+}

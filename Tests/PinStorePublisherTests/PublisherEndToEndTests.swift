@@ -282,6 +282,86 @@ import PinStoreTesting
         }
     }
 
+    /// Issue 45, item 3, through the real prober: every round a second partner presents new
+    /// certificates with 12 KB subjects at seven addresses (kept within the bounds) and one of
+    /// about 60 KB (refused by the probe, never kept). The state file stays under the bound and
+    /// the first partner's renewal is published and accepted by a client.
+    @Test func aPartnerRotatingBigCertificatesAtEveryRoundNeitherFillsTheStateNorStopsTheOthers() async throws {
+        let hostile = "hostile.pinstore.test"
+        let pki = try TestPKI(hosts: [Self.host])
+        let next = try pki.issueLeaf(for: [Self.host])
+        try await Self.withServers([pki.leaf, next]) { servers in
+            let fixture = try EndToEndFixture(pki: pki, ports: [servers[0].port], morePartners: [
+                ["id": "hostile", "host": hostile, "port": 443, "anchors": "anchors.pem", "allowedCAs": ["intermediate.pem"]],
+            ])
+            let publisher = try fixture.publisher()
+            let bound = 2 * PublisherState.Bounds.bytesPerPartner
+            var oversized: [String] = []
+            for round in 0..<6 {
+                var identities = try (0..<7).map { _ in try pki.issueLeaf(for: [hostile], subjectPadding: 12_000) }
+                identities.append(try pki.issueLeaf(for: [hostile], subjectPadding: 51_000))   // about 60 KB of DER
+                oversized.append(identities[7].certificate.fingerprintBase64)
+                // The first partner renews once its first certificate is published.
+                if round == 3 { fixture.resolver.ports = [servers[1].port] }
+                try await Self.withServers(identities) { hostileServers in
+                    fixture.resolver.setPorts(hostileServers.map(\.port), forHost: hostile)
+                    #expect(await fixture.round(publisher), "round \(round)")
+                }
+                let size = try #require(try FileManager.default.attributesOfItem(atPath: fixture.file("state/state.json").path)[.size] as? Int)
+                #expect(size <= bound, "round \(round): the state file takes \(size) bytes")
+            }
+            let record = try #require(await publisher.state.partners["hostile"])
+            #expect(record.certificates.count == PublisherState.Bounds.certificates)   // 42 validated leaves seen
+            #expect(record.forgottenLeaves > 0)
+            #expect(record.certificates.values.allSatisfy { $0.subject.utf8.count <= PublisherState.Bounds.textBytes })
+            #expect(oversized.allSatisfy { record.certificates[$0] == nil && !record.refusedLeaves.map(\.leafSHA256).contains($0) })
+
+            let client = try await PinnedClient(listFile: fixture.listURL, publicKeys: [try fixture.publicKeyBase64],
+                                                trustRoots: pki.trustRoots, clock: fixture.clock)
+            #expect(await client.update() == .ok)
+            #expect(try await client.request(port: servers[1].port))
+            try await client.shutdown()
+        }
+    }
+
+    /// Issue 45, item 4: an announced key that was deployed, seen and then retired is withdrawn
+    /// like any other pin (a grace period after it was last presented; the retired address is
+    /// remembered for one more), not kept for the 90 days of its announcement.
+    @Test func aDeployedAnnouncedKeyIsWithdrawnAGracePeriodAfterItIsRetired() async throws {
+        let pki = try TestPKI(hosts: [Self.host])
+        let next = try pki.issueLeaf(for: [Self.host])
+        let third = try pki.issueLeaf(for: [Self.host])
+        try await Self.withServers([pki.leaf, next, third]) { servers in
+            let (fixture, publisher, client) = try await Self.published(pki, serving: servers[0].port)
+            try await publisher.announce(partnerID: EndToEndFixture.partnerID, spkiSHA256: next.certificate.spkiSHA256Base64)
+            await fixture.round(publisher)
+            #expect(await client.update() == .ok)
+            // Deployed for one round (too short for its certificate to be published by itself:
+            // only the announced key pins it), then retired by the next rotation.
+            fixture.resolver.ports = [servers[1].port]
+            await fixture.round(publisher)
+            #expect(try await client.request(port: servers[1].port))
+            #expect(await publisher.state.announcements.first?.firstPresented != nil)
+            fixture.resolver.ports = [servers[2].port]
+            for _ in 0...Self.sightings { await fixture.round(publisher) }
+            _ = await client.update()
+            #expect(client.pins(next.chainDER))   // within the grace period
+            var withdrawn = false
+            var graces = 0
+            while !withdrawn, graces < 3 {
+                fixture.clock.advance(86_400)
+                graces += 1
+                await fixture.round(publisher)
+                #expect(await client.update() == .ok)
+                withdrawn = !client.pins(next.chainDER)
+            }
+            #expect(withdrawn, "the retired announced key was still pinned \(graces) grace periods later")
+            #expect(await publisher.state.announcements.first?.ended != nil)
+            #expect(try await client.request(port: servers[2].port))
+            try await client.shutdown()
+        }
+    }
+
     /// The entries of a published list, signatures aside (a re-signed list with the same pins
     /// has the same entries).
     static func entries(_ list: Data) throws -> [String] {

@@ -12,6 +12,9 @@ final class TestClock: PinStoreClock, @unchecked Sendable {
     init(_ date: Date = Date()) { self.date = date }
     func now() -> Date { lock.lock(); defer { lock.unlock() }; return date }
     func advance(_ seconds: TimeInterval) { lock.lock(); date += seconds; lock.unlock() }
+    /// A clock at the current whole second: the state keeps whole seconds, so a test can compare
+    /// a recorded time with `now()` exactly.
+    static func wholeSeconds() -> TestClock { TestClock(Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))) }
 }
 
 /// Presents, for each address, the chain given, validated by the real `ChainValidator`
@@ -19,12 +22,16 @@ final class TestClock: PinStoreClock, @unchecked Sendable {
 final class PresentingProber: PartnerProber, @unchecked Sendable {
     private let lock = NSLock()
     private var chains: [String: [Data]] = [:]
+    private var chainsByHost: [String: [String: [Data]]] = [:]
     let trustRoots: TrustRoots
     let clock: TestClock
     init(trustRoots: TrustRoots, clock: TestClock) { self.trustRoots = trustRoots; self.clock = clock }
+    /// What every host without chains of its own presents.
     func present(_ chains: [String: [Data]]) { lock.lock(); self.chains = chains; lock.unlock() }
+    /// What `host` presents (other partners' hosts are unaffected).
+    func present(_ chains: [String: [Data]], forHost host: String) { lock.lock(); chainsByHost[host] = chains; lock.unlock() }
     func probe(_ target: ProbeTarget) async -> [ProbeResult] {
-        let current = lock.withLock { chains }
+        let current = lock.withLock { chainsByHost[target.host] ?? chains }
         return current.sorted { $0.key < $1.key }.map { address, chain in
             do {
                 let validated = try ChainValidator(trustRoots: trustRoots).validate(chain: chain, hostname: target.host, at: clock.now())
@@ -52,20 +59,26 @@ struct PublisherFixture {
         self.pki = pki
     }
 
-    /// The publication file's JSON with `extra` members merged over the defaults used here.
-    func json(_ extra: String = "", partnerExtra: String = "", signingKeys: String = #"[{"file": "publisher.pem"}]"#) -> Data {
+    /// The publication file's JSON with `extra` members merged over the defaults used here;
+    /// `morePartners` (`, {...}`) follow partner `api`.
+    func json(_ extra: String = "", partnerExtra: String = "", signingKeys: String = #"[{"file": "publisher.pem"}]"#,
+              morePartners: String = "") -> Data {
         let ca = pki.intermediate.spkiSHA256Base64
         return Data("""
-        {"partners": [{"id": "api", "host": "localhost", "allowedCAs": ["\(ca)"]\(partnerExtra)}],
+        {"partners": [{"id": "api", "host": "localhost", "allowedCAs": ["\(ca)"]\(partnerExtra)}\(morePartners)],
          "signingKeys": \(signingKeys),
          "minimumSightings": 3, "minimumSpan": "20m", "probeInterval": "10m",
          "outputFolder": "public", "stateFolder": "state"\(extra)}
         """.utf8)
     }
 
-    func file(_ extra: String = "", partnerExtra: String = "", signingKeys: String = #"[{"file": "publisher.pem"}]"#) throws -> PublicationFile {
-        try PublicationFile(json: json(extra, partnerExtra: partnerExtra, signingKeys: signingKeys), baseDirectory: folder)
+    func file(_ extra: String = "", partnerExtra: String = "", signingKeys: String = #"[{"file": "publisher.pem"}]"#,
+              morePartners: String = "") throws -> PublicationFile {
+        try PublicationFile(json: json(extra, partnerExtra: partnerExtra, signingKeys: signingKeys, morePartners: morePartners),
+                            baseDirectory: folder)
     }
+
+    var stateURL: URL { folder.appendingPathComponent("state/state.json") }
 
     var listURL: URL { folder.appendingPathComponent("public/list.json") }
 

@@ -215,21 +215,8 @@ import PinStoreTestSupport
         await publisher.cycle()
         let good = try Data(contentsOf: fixture.listURL)
         let folder = fixture.listURL.deletingLastPathComponent().path
-        // Root writes through permissions; the immutable flag stops root too.
-        let root = geteuid() == 0
-        if root {
-            let chattr = try ChildProcess.runBlocking("/usr/bin/chattr", ["+i", folder])
-            try #require(chattr.status == 0, "\(chattr.stderr)")
-        } else {
-            try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: folder)
-        }
-        defer {
-            if root {
-                _ = try? ChildProcess.runBlocking("/usr/bin/chattr", ["-i", folder])
-            } else {
-                try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder)
-            }
-        }
+        let unwritable = try UnwritableFolder(folder)
+        defer { unwritable.restore() }
         clock.advance(86_400)
         await publisher.probe()
         #expect(await publisher.cycle() == false)

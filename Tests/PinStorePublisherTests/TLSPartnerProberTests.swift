@@ -117,6 +117,23 @@ import PinStoreTestSupport
         #expect(results.first?.unreachableReason?.contains("larger than") == true)
     }
 
+    /// Issue 45's certificate: a leaf with a subject of about 60 KB (DER), which fits in the
+    /// 64 KiB a chain may take, is refused for its own size during the handshake.
+    @Test func aCertificateLargerThanTheCertificateLimitIsRefusedAndNotKept() async throws {
+        let pki = try TestPKI(hosts: [Self.host])
+        // 64-character units take about 75 bytes each in DER.
+        let big = try pki.issueLeaf(for: [Self.host], subjectPadding: 51_000)
+        let size = big.certificate.derRepresentation.count
+        try #require(size > 55_000)
+        try #require(big.chainDER.reduce(0) { $0 + $1.count } <= TLSPartnerProber.Configuration().maximumChainBytes)
+        let results = try await TestHTTPSServer.withServer(presenting: big) { server in
+            await loopbackProber([server.port]).probe(ProbeTarget(host: Self.host, port: 443, trustRoots: pki.trustRoots))
+        }
+        #expect(results.count == 1)
+        #expect(results.first?.observation == nil)
+        #expect(results.first?.unreachableReason?.contains("a certificate of \(size) bytes") == true)
+    }
+
     @Test func addressesPastTheCapAreReportedNotProbed() async throws {
         let closed = try ClosedLoopbackPort()
         let pki = try TestPKI(hosts: [Self.host])

@@ -25,8 +25,15 @@ struct PublishCommand: AsyncParsableCommand {
               1  the command failed (publication file, state file, signing key: see the message)
               2  a change waits for a person (`pinstore publish pending`)
               3  a partner's last probe reached none of its addresses, or it was never probed
-              4  no list is published, or the list in force expires within 24 hours
+              4  the list is not being re-signed in time: none is published, it has expired, \
+            or its re-signing is overdue by more than two probe intervals (at most half of \
+            expires - resignInterval); a short `expires` re-signed on schedule is fine
             `once` also exits 1 when its round could not publish (the last good list stays served).
+
+            `announce` exits 0 only once a published list carries the key: 1 when nothing was \
+            recorded, 5 when the announcement is recorded but no published list carries it yet \
+            (the output folder is full or read-only, signing failed, or other vantage points \
+            have not co-signed): do not deploy the key then. A later round publishes it.
 
             Examples:
               pinstore publish run --file publication.json
@@ -137,7 +144,16 @@ extension PublishCommand {
             discussion: """
                 The key goes into the next list as a key pin (no sightings, CA or CT rule: this \
                 is the operator's own act) and the list is published at once when this publisher \
-                alone can; with a threshold, the other vantage points co-sign it on their next round.
+                alone can; with a threshold, the other vantage points co-sign it on their next round. \
+                The pin stays until the key has been seen presented and is no longer presented \
+                (then for gracePeriod), or for announcementLifetime at most.
+
+                Exit codes (a deploy hook can run `announce && deploy`):
+                  0  the list in force carries the key's pin: deploy it
+                  1  nothing was recorded (unknown partner, unreadable key: see the message)
+                  5  recorded, but no published list carries it yet (the output folder is full or \
+                read-only, signing failed, or other vantage points have not co-signed yet): do \
+                not deploy yet; the next round (`run`, or `once`) publishes it
                 """)
 
         @OptionGroup var options: PublicationFileOptions
@@ -177,7 +193,14 @@ extension PublishCommand {
                 throw CLIError("announcing: \(error.reason)")
             }
             let published = await publisher.cycle()
-            Console.print("announced \(digest) for \(partner)" + (published ? "" : " (recorded; the list could not be published yet, see the log)"))
+            guard await publisher.listCarries(partnerID: partner, spkiSHA256: digest) else {
+                Console.print("announced \(digest) for \(partner): recorded, but no published list carries it yet")
+                Console.printError(published
+                    ? "error: the list carrying the key waits for other vantage points' signatures; do not deploy the key yet (exit \(PublishCommand.announcedNotPublished))"
+                    : "error: the list carrying the key could not be published (the log above says why); do not deploy the key yet, the announcement stays recorded and the next round publishes it (exit \(PublishCommand.announcedNotPublished))")
+                throw ExitCode(PublishCommand.announcedNotPublished)
+            }
+            Console.print("announced \(digest) for \(partner): the published list carries it")
         }
     }
 
@@ -231,6 +254,9 @@ extension PublishCommand {
 }
 
 extension PublishCommand {
+    /// `announce`'s exit code when the announcement is recorded but no published list carries it.
+    static let announcedNotPublished: Int32 = 5
+
     /// Exits with the status's code (documented in the command's discussion); returns for 0.
     static func exit(for status: PublisherStatus, now: Date = Date()) throws {
         let code = exitCode(for: status, now: now)
@@ -239,7 +265,7 @@ extension PublishCommand {
 
     /// The most serious condition's code: 4, then 3, then 2; 0 when none holds.
     static func exitCode(for status: PublisherStatus, now: Date) -> Int32 {
-        if status.listExpires.map({ $0.timeIntervalSince(now) < 86_400 }) ?? true { return 4 }
+        if status.isListOverdue(at: now) { return 4 }
         if status.partners.contains(where: { $0.lastProbe == nil || $0.lastProbeFailure != nil }) { return 3 }
         if status.changesNeedingApproval > 0 { return 2 }
         return 0

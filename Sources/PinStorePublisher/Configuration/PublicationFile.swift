@@ -46,7 +46,7 @@ import Foundation
 /// | `reportEndpoint` | none | `"ADDRESS:PORT"` where the publisher accepts the stores' pin-failure reports (point `reportURI` at `http://ADDRESS:PORT/pin-reports`); a report only makes it probe the partner now |
 /// | `gracePeriod` | `"14d"` | two of the clients' default 7-day update intervals |
 /// | `minimumRemainingValidity` | `"1d"` | a certificate expiring sooner is not worth pinning |
-/// | `announcementLifetime` | `"90d"` | how long an announced, undeployed key stays pinned |
+/// | `announcementLifetime` | `"90d"` | how long an announced key stays pinned at most; once it has been deployed (seen presented) and is no longer presented, its pin is withdrawn after `gracePeriod` instead |
 /// | `signingCommandTimeout` | `"30s"` | a signing command still running then is killed |
 /// | `listFileName` | `"list.json"` | the list's name in `outputFolder` |
 /// | `revocations` | none | a JSON file holding the `revocations` section (an array, as lists carry it) signed into every list; read at start, so restart the publisher after changing it (the next list then goes out at once); vantage points co-sign only a section equal to their own |

@@ -30,7 +30,8 @@ public struct PublisherError: Error, Sendable, Hashable, CustomStringConvertible
         public static let inlineKeyMaterial = Code("inlineKeyMaterial")
         /// A file the publication file names (key, anchors, CT section) cannot be read or used.
         public static let unreadableReference = Code("unreadableReference")
-        /// The state file cannot be read, is tampered with, or is owned or writable by someone else.
+        /// The state file cannot be read, is tampered with, or is owned or writable by someone else;
+        /// or the state would be larger than the publisher reads back, so it was not written.
         public static let stateFile = Code("stateFile")
         /// A signer failed: the key could not sign, the command failed, timed out or printed
         /// something that is not a signature by the configured key.

@@ -132,6 +132,9 @@ struct TLSHandshakeRecorder {
             guard let der = try? certificate.toDERBytes() else {
                 return .failure(ProbeFailure("a presented certificate could not be read as DER"))
             }
+            guard der.count <= limits.maximumCertificateBytes else {
+                return .failure(ProbeFailure("the server presented a certificate of \(der.count) bytes; a probe keeps certificates of at most \(limits.maximumCertificateBytes) bytes"))
+            }
             total += der.count
             guard total <= limits.maximumChainBytes else {
                 return .failure(ProbeFailure("the presented chain is larger than the \(limits.maximumChainBytes) bytes a probe keeps"))

@@ -25,7 +25,8 @@ import PinStore
 /// - Bounded: one deadline covers the connection and the handshake of each address; at most
 ///   ``Configuration/maximumConcurrentHandshakes`` handshakes run at once and
 ///   ``Configuration/maximumAddresses`` addresses are probed; a chain longer or larger than
-///   the limits is refused during the handshake and reported, never kept. A server that never
+///   the limits, or with a certificate larger than ``Configuration/maximumCertificateBytes``,
+///   is refused during the handshake and reported, never kept. A server that never
 ///   answers, answers with something else than TLS or closes early is `.unreachable` with the
 ///   reason.
 package struct TLSPartnerProber: PartnerProber {
@@ -38,6 +39,10 @@ package struct TLSPartnerProber: PartnerProber {
         package var maximumChainLength = 8
         /// The most DER bytes a presented chain may hold, all certificates together.
         package var maximumChainBytes = 64 * 1024
+        /// The most DER bytes one presented certificate may hold. Real leaves take 1 to 3 KB
+        /// (a few hundred names in the subjectAltName stay under 16 KiB); a larger one, such as
+        /// a 60 KB subject, is refused during the handshake and reported, never kept.
+        package var maximumCertificateBytes = 16 * 1024
         /// How many handshakes of one partner run at once.
         package var maximumConcurrentHandshakes = 4
         /// How many of the resolved addresses are probed; the others are reported unreachable

@@ -18,6 +18,17 @@ package struct PublicationPlan: Sendable, Equatable {
     /// Per partner id: the CAs of the certificates this plan publishes, which become allowed
     /// issuers of the partner's next certificate once the list is out.
     package var trustedCAs: [String: Set<String>] = [:]
+    /// Announced keys that were deployed and are no longer presented: their pins follow the
+    /// normal withdrawal, and each announcement ends once its pin has left the list.
+    package var retiringAnnouncements: Set<AnnouncedKey> = []
+    /// The time the plan was made at.
+    package var madeAt: Date = .distantPast
+
+    /// One announced key of one partner.
+    package struct AnnouncedKey: Sendable, Hashable {
+        package var partnerID: String
+        package var spkiSHA256: String
+    }
 
     /// The list entries, sorted: name, kind, value.
     package var entries: [FingerprintEntry] {
@@ -70,14 +81,25 @@ package enum RotationCase: String, Sendable, Hashable, Codable {
 
 extension PublisherState {
     /// The state once `plan`'s list is published: its pins (with their withdrawal clocks) are
-    /// the list in force, and the CAs of what it published become allowed issuers.
+    /// the list in force, the CAs of what it published become allowed issuers (those first, at
+    /// most ``Bounds/trustedCAs``), a retired announced key whose pin has left the list ends its
+    /// announcement, and expired announcements are forgotten.
     package mutating func adopt(_ plan: PublicationPlan) {
         publishedPins = plan.pins
         for (id, cas) in plan.trustedCAs {
             var record = partners[id] ?? PartnerRecord()
-            record.trustedCAs = Array(Set(record.trustedCAs).union(cas)).sorted()
+            let older = record.trustedCAs.filter { !cas.contains($0) }
+            record.trustedCAs = Array((cas.sorted() + older).prefix(Bounds.trustedCAs))
             partners[id] = record
         }
+        for index in announcements.indices where announcements[index].ended == nil {
+            let announcement = announcements[index]
+            guard plan.retiringAnnouncements.contains(.init(partnerID: announcement.partnerID, spkiSHA256: announcement.spkiSHA256)),
+                  !publishedPins.contains(where: { $0.partnerID == announcement.partnerID && $0.kind == .leafKey && $0.value == announcement.spkiSHA256 })
+            else { continue }
+            announcements[index].ended = plan.madeAt
+        }
+        announcements.removeAll { $0.expires <= plan.madeAt }
     }
 }
 

@@ -24,7 +24,12 @@ import PinStore
 /// Withdrawal: a published pin stays while any address of the partner presents a certificate
 /// that yields it (an address that stops answering keeps what it presented last); once none
 /// does, its clock starts, and the pin goes only when the clock has run for `gracePeriod`. A
-/// pin past its own `expires` goes at once (clients ignore it anyway).
+/// pin past its own `expires` goes at once (clients ignore it anyway). An announced key is
+/// pinned until it is seen presented; once it has been and is no longer presented, its pin is
+/// withdrawn the same way (it does not stay for the rest of `announcementLifetime`).
+///
+/// Bounded: at most ``maximumPinsPerPartner`` pins per partner, so that one partner cannot
+/// grow the list past what clients accept for everyone.
 package enum PublicationRules {
     /// The numbers the rules use (from the publication file).
     package struct Settings: Sendable {
@@ -114,6 +119,16 @@ package enum PublicationRules {
         return .rulesMet
     }
 
+    /// The most pins one partner may have in the list. An honest partner needs one per
+    /// certificate it presents at once plus the ones in their grace period; a partner that
+    /// rotates a new certificate through K sightings again and again would otherwise grow the
+    /// list (and the state) for `gracePeriod` after each, until clients refuse the list for
+    /// everyone. Past it, pins presented now come first, then announced ones, then those in
+    /// their grace period (the most recently presented first); a new certificate that does not
+    /// fit is staged (``RuleOutcome/tooManyPins(limit:)``), a pin in its grace period that does
+    /// not fit is withdrawn early.
+    package static let maximumPinsPerPartner = 32
+
     /// The plan at `now`.
     ///
     /// - Parameter approvals: verified approvals: change ID to the approving key's ID.
@@ -124,24 +139,19 @@ package enum PublicationRules {
         var withdrawn: [PublisherState.PublishedPin] = []
         var cases: [String: RotationCase] = [:]
         var trustedCAs: [String: Set<String>] = [:]
+        var retiring = Set<PublicationPlan.AnnouncedKey>()
         let nowSeconds = Int64(now.timeIntervalSince1970.rounded(.down))
-
-        func add(_ pin: PublisherState.PublishedPin) {
-            if var existing = pins[pin.entryKey] {
-                existing.expires = max(existing.expires, pin.expires)
-                existing.notServedSince = nil
-                pins[pin.entryKey] = existing
-            } else {
-                pins[pin.entryKey] = pin
-            }
-        }
 
         for partner in partners {
             let id = partner.entry.id
             let record = state.partners[id] ?? PublisherState.PartnerRecord()
-            let served = record.servedLeaves.compactMap { record.certificates[$0] }
+            let servedLeaves = record.servedLeaves
+            let served = servedLeaves.compactMap { record.certificates[$0] }
             let published = state.publishedPins.filter { $0.partnerID == id }
             let publishedValues = Set(published.filter { $0.kind == partner.entry.pin }.map(\.value))
+            /// This partner's pins by entry key, and the certificates behind the new ones.
+            var own: [String: PublisherState.PublishedPin] = [:]
+            var newlyPublished: [String: (certificate: PublisherState.SeenCertificate, change: String)] = [:]
 
             // New certificates: the ones presented now.
             for certificate in served.sorted(by: { $0.leafSHA256 < $1.leafSHA256 }) {
@@ -151,9 +161,13 @@ package enum PublicationRules {
                 let pin = certificate.pin(partner.entry.pin)
                 if result.publishes, let pin {
                     let expires = Int64(pin.expires.timeIntervalSince1970.rounded(.down))
-                    add(PublisherState.PublishedPin(partnerID: id, name: partner.entry.host, kind: partner.entry.pin, value: pin.value,
-                                                    expires: expires, source: result == .rulesMet ? "observed" : result == .seenNowByAgreement ? "agreement" : "approved",
-                                                    notServedSince: nil))
+                    let made = PublisherState.PublishedPin(partnerID: id, name: partner.entry.host, kind: partner.entry.pin, value: pin.value,
+                                                           expires: expires, source: result == .rulesMet ? "observed" : result == .seenNowByAgreement ? "agreement" : "approved",
+                                                           notServedSince: nil)
+                    merge(made, into: &own)
+                    if !publishedValues.contains(pin.value), newlyPublished[made.entryKey] == nil {
+                        newlyPublished[made.entryKey] = (certificate, change)
+                    }
                     trustedCAs[id, default: []].formUnion(certificate.caSPKIs)
                 } else if !result.publishes {
                     staged.append(StagedChange(id: change, partnerID: id, host: partner.entry.host, leafSHA256: certificate.leafSHA256,
@@ -162,13 +176,28 @@ package enum PublicationRules {
                                                pinAlreadyPublished: pin.map { publishedValues.contains($0.value) } ?? false))
                 }
             }
+            // Refused leaves presented now (kept as digests: they can never be published).
+            for refused in record.refusedLeaves where servedLeaves.contains(refused.leafSHA256) && record.certificates[refused.leafSHA256] == nil {
+                let result: RuleOutcome = refused.outcome == RuleOutcome.expiresTooSoon(notAfter: refused.notAfter).code
+                    ? .expiresTooSoon(notAfter: refused.notAfter) : .chainDidNotValidate(refused.detail)
+                staged.append(StagedChange(id: changeID(partnerID: id, leafSHA256: refused.leafSHA256), partnerID: id, host: partner.entry.host,
+                                           leafSHA256: refused.leafSHA256, kind: partner.entry.pin, pin: nil, subject: refused.subject,
+                                           notAfter: refused.notAfter, outcome: result, pinAlreadyPublished: false))
+            }
 
-            // Announced keys, until their own expiry.
-            let announced = state.announcements.filter { $0.partnerID == id && $0.expires > now }
+            // Announced keys: pinned until the key is seen presented, then while it is presented;
+            // once a deployed key is no longer presented, its pin is withdrawn like any other
+            // (below, after gracePeriod). At the latest until the announcement's own expiry.
+            let presentedKeys = Set(served.map(\.spkiSHA256))
+            let announced = state.announcements.filter { $0.partnerID == id && $0.isLive(at: now) }
             for announcement in announced {
-                add(PublisherState.PublishedPin(partnerID: id, name: partner.entry.host, kind: .leafKey, value: announcement.spkiSHA256,
-                                                expires: Int64(announcement.expires.timeIntervalSince1970.rounded(.down)),
-                                                source: "announced", notServedSince: nil))
+                guard announcement.firstPresented == nil || presentedKeys.contains(announcement.spkiSHA256) else {
+                    retiring.insert(.init(partnerID: id, spkiSHA256: announcement.spkiSHA256))
+                    continue
+                }
+                merge(PublisherState.PublishedPin(partnerID: id, name: partner.entry.host, kind: .leafKey, value: announcement.spkiSHA256,
+                                                  expires: Int64(announcement.expires.timeIntervalSince1970.rounded(.down)),
+                                                  source: "announced", notServedSince: nil), into: &own)
             }
 
             // Pins already in the list: kept while presented, then for the grace period.
@@ -177,7 +206,7 @@ package enum PublicationRules {
                     withdrawn.append(pin)
                     continue
                 }
-                if pins[pin.entryKey] != nil { continue }
+                if own[pin.entryKey] != nil { continue }
                 let stillServed = served.contains { $0.pin(pin.kind)?.value == pin.value }
                 if stillServed {
                     pin.notServedSince = nil
@@ -189,10 +218,25 @@ package enum PublicationRules {
                     }
                     pin.notServedSince = since
                 }
-                pins[pin.entryKey] = pin
+                own[pin.entryKey] = pin
             }
 
-            cases[id] = rotationCase(partner: partner, pins: pins.values.filter { $0.partnerID == id }, served: served, announced: !announced.isEmpty)
+            // At most maximumPinsPerPartner: what does not fit is staged (new) or withdrawn (old).
+            let (kept, overflow) = capped(Array(own.values), publishedKeys: Set(published.map(\.entryKey)))
+            for pin in overflow {
+                if let new = newlyPublished[pin.entryKey] {
+                    staged.append(StagedChange(id: new.change, partnerID: id, host: partner.entry.host, leafSHA256: new.certificate.leafSHA256,
+                                               kind: pin.kind, pin: pin.value, subject: new.certificate.subject,
+                                               notAfter: new.certificate.notAfter, outcome: .tooManyPins(limit: maximumPinsPerPartner),
+                                               pinAlreadyPublished: false))
+                } else if published.contains(where: { $0.entryKey == pin.entryKey }) {
+                    withdrawn.append(pin)
+                }
+            }
+            for pin in kept { merge(pin, into: &pins) }
+
+            let pending = announced.contains { $0.firstPresented == nil }
+            cases[id] = rotationCase(partner: partner, pins: kept, served: served, announced: pending)
         }
 
         // Pins of partners no longer in the file are withdrawn after the grace period too.
@@ -203,12 +247,49 @@ package enum PublicationRules {
                 withdrawn.append(pin)
             } else {
                 pin.notServedSince = since
-                pins[pin.entryKey] = pin
+                merge(pin, into: &pins)
             }
         }
 
         let sorted = pins.values.sorted { ($0.name, $0.kind.rawValue, $0.value) < ($1.name, $1.kind.rawValue, $1.value) }
-        return PublicationPlan(pins: sorted, staged: staged, withdrawn: withdrawn, cases: cases, trustedCAs: trustedCAs)
+        return PublicationPlan(pins: sorted, staged: staged, withdrawn: withdrawn, cases: cases, trustedCAs: trustedCAs,
+                               retiringAnnouncements: retiring, madeAt: now)
+    }
+
+    /// Adds `pin` to `pins`; the same entry twice keeps the later `expires` and is live when
+    /// either is (a withdrawal clock runs only while no source keeps the pin presented).
+    static func merge(_ pin: PublisherState.PublishedPin, into pins: inout [String: PublisherState.PublishedPin]) {
+        guard var existing = pins[pin.entryKey] else {
+            pins[pin.entryKey] = pin
+            return
+        }
+        existing.expires = max(existing.expires, pin.expires)
+        if let mine = existing.notServedSince, let theirs = pin.notServedSince {
+            existing.notServedSince = max(mine, theirs)
+        } else {
+            existing.notServedSince = nil
+        }
+        pins[pin.entryKey] = existing
+    }
+
+    /// One partner's pins cut to ``maximumPinsPerPartner``: presented now first (those already
+    /// in the list before new ones, announced ones last among them), then those in their grace
+    /// period, the most recently presented first; ties by value, so every vantage point cuts alike.
+    static func capped(_ pins: [PublisherState.PublishedPin], publishedKeys: Set<String>)
+        -> (kept: [PublisherState.PublishedPin], overflow: [PublisherState.PublishedPin]) {
+        guard pins.count > maximumPinsPerPartner else { return (pins, []) }
+        func rank(_ pin: PublisherState.PublishedPin) -> Int {
+            guard pin.notServedSince == nil else { return 3 }
+            if pin.source == "announced" { return 2 }
+            return publishedKeys.contains(pin.entryKey) ? 0 : 1
+        }
+        let ordered = pins.sorted { left, right in
+            let (a, b) = (rank(left), rank(right))
+            if a != b { return a < b }
+            if let l = left.notServedSince, let r = right.notServedSince, l != r { return l > r }
+            return (left.value, left.kind.rawValue) < (right.value, right.kind.rawValue)
+        }
+        return (Array(ordered.prefix(maximumPinsPerPartner)), Array(ordered.dropFirst(maximumPinsPerPartner)))
     }
 
     /// Which promise the publisher can make for a partner.

@@ -31,6 +31,10 @@ package enum RuleOutcome: Sendable, Hashable, CustomStringConvertible {
     case caNotAllowed(issuer: String)
     /// CT is required and the certificate is not compliant (or was not checked).
     case notCTCompliant(String)
+    /// Every other rule is met, but the partner already has
+    /// ``PublicationRules/maximumPinsPerPartner`` pins in the list; published by itself once
+    /// older pins are withdrawn. An approval does not waive it.
+    case tooManyPins(limit: Int)
 
     /// Whether the certificate's pin goes into the list.
     package var publishes: Bool {
@@ -61,6 +65,7 @@ package enum RuleOutcome: Sendable, Hashable, CustomStringConvertible {
         case .firstCertificate: return "firstCertificate"
         case .caNotAllowed: return "caNotAllowed"
         case .notCTCompliant: return "notCTCompliant"
+        case .tooManyPins: return "tooManyPins"
         }
     }
 
@@ -86,6 +91,8 @@ package enum RuleOutcome: Sendable, Hashable, CustomStringConvertible {
             return "issued by \(issuer), under none of the CAs already published for this partner or listed in allowedCAs; approve it if the partner changed CA, else it may be an interception"
         case .notCTCompliant(let why):
             return "not CT-compliant under the configured log list (\(why)); the partner requires CT"
+        case .tooManyPins(let limit):
+            return "the partner already has \(limit) pins in the list, the most one partner may have; published once older pins are withdrawn (a partner presenting this many certificates at once, or rotating this fast, should be looked at)"
         }
     }
 }

@@ -64,7 +64,7 @@ extension Publisher {
             throw PublisherError(.unknownChange, "Change \(changeID) yields no pin (its chain did not validate); it cannot be approved.")
         }
         switch change.outcome {
-        case .chainDidNotValidate, .expiresTooSoon:
+        case .chainDidNotValidate, .expiresTooSoon, .tooManyPins:
             throw PublisherError(.unknownChange, "Change \(changeID) cannot be approved: \(change.outcome).")
         default:
             break

@@ -59,6 +59,9 @@ public actor Publisher: Service {
         self.assembly = ListAssembly(entrySigner: first)
         self.state = try stateFile.load()
         let now = clock.now()
+        // A state file written before the bounds (or under other settings) is cut at once, so
+        // `status`, `pending` and the first plan already read a bounded state.
+        state.keepWithinBounds(now: now, minimumRemainingValidity: file.minimumRemainingValidity.seconds)
         // With several vantage points a cycle (reading the others' proposals) is cheap and is
         // what lets a peer's proposal be co-signed within seconds, not at the next probe round.
         self.schedule = PublisherSchedule(partners: file.partners.map(\.id), start: now, probeInterval: file.probeInterval.seconds,
@@ -160,7 +163,8 @@ public actor Publisher: Service {
             if !results.contains(where: { if case .observed = $0 { true } else { false } }) {
                 metrics.probeFailures.increment()
             }
-            state.record(results, partnerID: partner.entry.id, at: now, ctVerdict: section.map { section in
+            state.record(results, partnerID: partner.entry.id, at: now,
+                         minimumRemainingValidity: setup.file.minimumRemainingValidity.seconds, ctVerdict: section.map { section in
                 { chain in Self.ctVerdict(chain: chain, section: section, now: now) }
             })
         }
@@ -196,12 +200,21 @@ public actor Publisher: Service {
     /// service acts on them and its own next save does not write them away. Everything else in
     /// the file is this service's own. A file that cannot be read changes nothing here (the
     /// save that follows reports it).
+    ///
+    /// An announcement is another process's only when this service does not have it, or has
+    /// it with an earlier `announcedAt` (the key was announced again); an expired or ended one
+    /// on disk is this service's own past (it ended or forgot it) and is not taken back.
     func adoptOutsideChanges() {
         guard let onDisk = try? stateFile.load() else { return }
-        for announcement in onDisk.announcements where !state.announcements.contains(where: {
-            $0.partnerID == announcement.partnerID && $0.spkiSHA256 == announcement.spkiSHA256
-        }) {
-            state.announcements.append(announcement)
+        let now = clock.now()
+        for announcement in onDisk.announcements where announcement.isLive(at: now) {
+            if let index = state.announcements.firstIndex(where: {
+                $0.partnerID == announcement.partnerID && $0.spkiSHA256 == announcement.spkiSHA256
+            }) {
+                if announcement.announcedAt > state.announcements[index].announcedAt { state.announcements[index] = announcement }
+            } else {
+                state.announcements.append(announcement)
+            }
         }
         for approval in onDisk.approvals where !state.approvals.contains(where: {
             $0.changeID == approval.changeID && $0.keyID == approval.keyID
@@ -245,10 +258,29 @@ public actor Publisher: Service {
                 lastProbe: record?.lastProbe, lastProbeFailure: record?.lastProbeFailure,
                 pendingChanges: plan.staged.filter { $0.partnerID == id && !$0.pinAlreadyPublished }.count)
         }
-        return PublisherStatus(listVersion: state.lastPublished?.version,
-                               listExpires: state.lastPublished.map { Date(timeIntervalSince1970: TimeInterval($0.expires)) },
+        let file = setup.file
+        let listExpires = state.lastPublished.map { Date(timeIntervalSince1970: TimeInterval($0.expires)) }
+        // Re-signing is due resignInterval after publication, or once the list has
+        // expires - resignInterval left, whichever comes first (what `listIsDue` acts on).
+        let resignDue = state.lastPublished.flatMap { last in
+            listExpires.map { min(last.publishedAt.addingTimeInterval(file.resignInterval.seconds),
+                                  $0.addingTimeInterval(-(file.expires.seconds - file.resignInterval.seconds))) }
+        }
+        return PublisherStatus(listVersion: state.lastPublished?.version, listExpires: listExpires,
                                listPublishedAt: state.lastPublished?.publishedAt, partners: rows,
-                               changesNeedingApproval: plan.staged.filter { $0.needsPerson && !$0.pinAlreadyPublished }.count)
+                               changesNeedingApproval: plan.staged.filter { $0.needsPerson && !$0.pinAlreadyPublished }.count,
+                               listResignDue: resignDue,
+                               resignSlack: PublisherStatus.resignSlack(probeInterval: file.probeInterval.seconds, expires: file.expires.seconds,
+                                                                        resignInterval: file.resignInterval.seconds))
+    }
+
+    /// Whether the list in force carries the key pin `spkiSHA256` for `partnerID` (an
+    /// announcement's pin is out, so the key may be deployed).
+    package func listCarries(partnerID: String, spkiSHA256: String) -> Bool {
+        guard let host = setup.partners.first(where: { $0.entry.id == partnerID })?.entry.host,
+              let digest = Data(base64Encoded: spkiSHA256) else { return false }
+        let prefix = FingerprintEntry(name: host, fingerprint: digest, expires: 0, depth: 0, kind: .publicKey).entryKey + " "
+        return state.lastPublished?.entries.contains { $0.hasPrefix(prefix) } ?? false
     }
 
     /// Updates the gauges that depend on time.

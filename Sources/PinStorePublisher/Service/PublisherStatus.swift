@@ -31,12 +31,40 @@ public struct PublisherStatus: Sendable, Hashable {
     public let partners: [Partner]
     /// Staged changes that need a person (`pinstore publish pending`).
     public let changesNeedingApproval: Int
+    /// When the list in force is due to be re-signed: `resignInterval` after it was published,
+    /// or once it has `expires - resignInterval` left, whichever comes first (nil before the
+    /// first list).
+    public let listResignDue: Date?
+    /// How late a re-signing may come before it counts as overdue: two probe intervals (the
+    /// service runs a cycle every `probeInterval` and retries a failed one sooner), at most half
+    /// of `expires - resignInterval` (so an overdue list is reported while it is still valid).
+    public let resignSlack: TimeInterval
+
+    /// Whether the list is not being re-signed in time at `now`: no list is published, it has
+    /// expired, or it is past ``listResignDue`` by more than ``resignSlack``. What exit code 4
+    /// of `pinstore publish status` and `once` means. A list whose `expires` is short (under a
+    /// day) but is re-signed on schedule is not overdue.
+    ///
+    /// ```swift
+    /// let status = await publisher.status()
+    /// if status.isListOverdue(at: Date()) { alert("the pin list is not being re-signed") }
+    /// ```
+    public func isListOverdue(at now: Date) -> Bool {
+        guard let listExpires, let listResignDue else { return true }
+        return now >= listExpires || now.timeIntervalSince(listResignDue) > resignSlack
+    }
+
+    /// The slack for ``resignSlack``.
+    static func resignSlack(probeInterval: TimeInterval, expires: TimeInterval, resignInterval: TimeInterval) -> TimeInterval {
+        max(0, min(2 * probeInterval, (expires - resignInterval) / 2))
+    }
 
     /// The status as an aligned text table.
     public var table: String {
         var lines: [String] = []
         if let listVersion, let listExpires {
-            lines.append("list version \(listVersion), expires \(Self.format(listExpires))")
+            lines.append("list version \(listVersion), expires \(Self.format(listExpires))"
+                         + (listResignDue.map { ", re-signing due \(Self.format($0))" } ?? ""))
         } else {
             lines.append("no list published yet")
         }

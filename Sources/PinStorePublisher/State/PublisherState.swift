@@ -6,6 +6,10 @@ import PinStore
 /// pins it published with their withdrawal clocks, the list it published last, announced keys
 /// and approvals. Plain data: the rules (``PublicationRules``) read it, the service changes it,
 /// ``StateFile`` keeps it.
+///
+/// What a partner presents is input, not instruction: each partner's share is bounded whatever
+/// it presents (``Bounds``, `PublisherState+Bounds.swift`), so no partner can grow the file past
+/// what the publisher reads back and take the others down with it.
 package struct PublisherState: Codable, Sendable, Equatable {
     /// Per partner id.
     package var partners: [String: PartnerRecord] = [:]
@@ -20,20 +24,48 @@ package struct PublisherState: Codable, Sendable, Equatable {
 
     package init() {}
 
-    /// What one partner showed.
+    /// What one partner showed, within ``Bounds``.
     package struct PartnerRecord: Codable, Sendable, Equatable {
-        /// Every leaf seen, by the Base64 SHA-256 of its DER.
+        /// The leaves that may still be published (their chain validated once, they are not
+        /// expiring), by the Base64 SHA-256 of their DER: at most ``Bounds/certificates``, the
+        /// ones presented now and behind published pins first.
         package var certificates: [String: SeenCertificate] = [:]
-        /// Every address probed, with what it presented last.
+        /// The addresses probed, with what each presented last: at most ``Bounds/addresses``,
+        /// the most recently observed.
         package var addresses: [String: AddressRecord] = [:]
         /// CAs (Base64 SHA-256 of their SubjectPublicKeyInfo) of the validated chains of
         /// certificates that were published: by default, the CAs allowed to issue the next one.
+        /// At most ``Bounds/trustedCAs``, those of the latest published certificates first.
         package var trustedCAs: [String] = []
         /// The last probe, and why it reached no address (nil when one answered).
         package var lastProbe: Date?
         package var lastProbeFailure: String?
+        /// Leaves that can never be published (their chain never validated, or they expire within
+        /// `minimumRemainingValidity`), as digests with counts: at most ``Bounds/refusedLeaves``,
+        /// the ones presented now first, then the most recently seen (the oldest are dropped).
+        package var refusedLeaves: [RefusedLeaf] = []
+        /// How many leaves were forgotten to stay within ``Bounds`` (a partner presenting a new
+        /// leaf at every handshake drives it up; an honest one leaves it at 0).
+        package var forgottenLeaves: Int = 0
 
         package init() {}
+
+        private enum CodingKeys: String, CodingKey {
+            case certificates, addresses, trustedCAs, lastProbe, lastProbeFailure, refusedLeaves, forgottenLeaves
+        }
+
+        /// Reads a record; `refusedLeaves` and `forgottenLeaves` are absent from state files
+        /// written before the bounds, which still load.
+        package init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            certificates = try container.decodeIfPresent([String: SeenCertificate].self, forKey: .certificates) ?? [:]
+            addresses = try container.decodeIfPresent([String: AddressRecord].self, forKey: .addresses) ?? [:]
+            trustedCAs = try container.decodeIfPresent([String].self, forKey: .trustedCAs) ?? []
+            lastProbe = try container.decodeIfPresent(Date.self, forKey: .lastProbe)
+            lastProbeFailure = try container.decodeIfPresent(String.self, forKey: .lastProbeFailure)
+            refusedLeaves = try container.decodeIfPresent([RefusedLeaf].self, forKey: .refusedLeaves) ?? []
+            forgottenLeaves = try container.decodeIfPresent(Int.self, forKey: .forgottenLeaves) ?? 0
+        }
 
         /// The leaves currently presented: the last one seen at each address.
         package var servedLeaves: Set<String> {
@@ -68,7 +100,7 @@ package struct PublisherState: Codable, Sendable, Equatable {
         package var lastSeen: Date
         /// Probes (one per round, however many addresses served it) in which it validated.
         package var sightings: Int
-        /// Addresses that presented it.
+        /// Addresses that presented it (the first ``Bounds/addressesPerCertificate``).
         package var addresses: [String]
         /// The CT verdict under the configured log list (nil when not checked: no section).
         package var certificateTransparency: CTVerdict?
@@ -83,6 +115,24 @@ package struct PublisherState: Codable, Sendable, Equatable {
             case .issuerKey: return issuerSPKISHA256.map { ($0, issuerNotAfter ?? notAfter) }
             }
         }
+    }
+
+    /// A leaf that can never be published, kept as a digest with counts (what `pending` shows
+    /// of it while it is presented) instead of the whole certificate.
+    package struct RefusedLeaf: Codable, Sendable, Equatable {
+        /// Base64 SHA-256 of the leaf's DER.
+        package var leafSHA256: String
+        /// Why it is refused: ``RuleOutcome/code`` (`chainDidNotValidate` or `expiresTooSoon`).
+        package var outcome: String
+        /// The refusal in words (the validation failure), bounded.
+        package var detail: String
+        /// The leaf's subject, bounded (for people only).
+        package var subject: String
+        package var notAfter: Date
+        /// Probes (one per round, however many addresses presented it) that presented it.
+        package var presentations: Int
+        package var firstSeen: Date
+        package var lastSeen: Date
     }
 
     /// A CT verdict.
@@ -124,13 +174,35 @@ package struct PublisherState: Codable, Sendable, Equatable {
         package var crl: CRLHostList.Wire? = nil
     }
 
-    /// A key announced for a partner before it is deployed.
+    /// A key announced for a partner before it is deployed. It is pinned until it is seen
+    /// presented; then while it is presented; once it is no longer presented, its pin follows
+    /// the normal withdrawal (`gracePeriod`) and the announcement ends. `expires`
+    /// (`announcementLifetime`) ends it in any case.
     package struct Announcement: Codable, Sendable, Equatable {
         package var partnerID: String
         /// Base64 SHA-256 of the key's SubjectPublicKeyInfo.
         package var spkiSHA256: String
         package var announcedAt: Date
         package var expires: Date
+        /// The first probe after the announcement in which a validated chain presented the key
+        /// (the key's holder finished the handshake); nil while it is not deployed (and in state
+        /// files written before it).
+        package var firstPresented: Date? = nil
+        /// When its pin left the list after the key was retired; nil while it counts.
+        package var ended: Date? = nil
+
+        package init(partnerID: String, spkiSHA256: String, announcedAt: Date, expires: Date,
+                     firstPresented: Date? = nil, ended: Date? = nil) {
+            self.partnerID = partnerID
+            self.spkiSHA256 = spkiSHA256
+            self.announcedAt = announcedAt
+            self.expires = expires
+            self.firstPresented = firstPresented
+            self.ended = ended
+        }
+
+        /// Whether it still pins its key at `now` (not ended, not expired).
+        package func isLive(at now: Date) -> Bool { ended == nil && expires > now }
     }
 
     /// An approval of a staged change: a signature by a trusted or approver key over
@@ -146,75 +218,5 @@ package struct PublisherState: Codable, Sendable, Equatable {
         /// Base64 DER.
         package var signature: String
         package var approvedAt: Date
-    }
-}
-
-extension PublisherState {
-    /// Records one probe round of `partner` at `now`: each validated leaf counts one sighting
-    /// however many addresses served it (K counts probes, not load balancers).
-    ///
-    /// - Parameter ctVerdict: judges a validated chain (leaf first) against the CT log list;
-    ///   nil when no log list is configured.
-    package mutating func record(_ results: [ProbeResult], partnerID: String, at now: Date,
-                                 ctVerdict: (([Data]) -> CTVerdict)?) {
-        // Whole seconds: they survive the state file's JSON exactly, so a span of exactly T
-        // read back after a restart is still T (not T minus a rounding error).
-        let now = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
-        var record = partners[partnerID] ?? PartnerRecord()
-        record.lastProbe = now
-        var countedThisRound = Set<String>()
-        var failures: [String] = []
-        for result in results {
-            switch result {
-            case .unreachable(let address, let reason):
-                failures.append("\(address): \(reason)")
-            case .observed(let observation):
-                guard let leafDER = observation.presentedChain.first,
-                      let leaf = try? X509Certificate(derRepresentation: leafDER) else {
-                    failures.append("\(observation.address): the presented leaf is not a certificate")
-                    continue
-                }
-                let validated = observation.validationFailure == nil && !observation.validatedChain.isEmpty
-                let key = leaf.fingerprintBase64
-                var seen = record.certificates[key] ?? SeenCertificate(
-                    leafSHA256: key, spkiSHA256: leaf.spkiSHA256Base64, issuerSPKISHA256: nil, issuerNotAfter: nil, caSPKIs: [],
-                    subject: leaf.subject, notBefore: leaf.notBefore, notAfter: leaf.notAfter, firstSeen: now, lastSeen: now,
-                    sightings: 0, addresses: [], certificateTransparency: nil, validationFailure: nil)
-                if validated {
-                    let cas = observation.validatedChain.dropFirst().compactMap { try? X509Certificate(derRepresentation: $0) }
-                    seen.caSPKIs = cas.map(\.spkiSHA256Base64)
-                    seen.issuerSPKISHA256 = cas.first?.spkiSHA256Base64
-                    seen.issuerNotAfter = cas.first?.notAfter
-                    seen.validationFailure = nil
-                    if countedThisRound.insert(key).inserted {
-                        // A first sighting starts the span; later ones extend it.
-                        if seen.sightings == 0 { seen.firstSeen = now }
-                        seen.sightings += 1
-                        if let ctVerdict { seen.certificateTransparency = ctVerdict(observation.validatedChain) }
-                    }
-                } else {
-                    seen.validationFailure = observation.validationFailure ?? "the chain did not validate"
-                }
-                seen.lastSeen = now
-                if !seen.addresses.contains(observation.address) {
-                    seen.addresses.append(observation.address)
-                    seen.addresses.sort()
-                }
-                record.certificates[key] = seen
-                record.addresses[observation.address] = AddressRecord(lastObserved: now, leafSHA256: key)
-            }
-        }
-        let answered = results.contains { if case .observed = $0 { true } else { false } }
-        record.lastProbeFailure = answered ? nil : results.isEmpty ? "the host resolved to no address" : failures.joined(separator: "; ")
-        partners[partnerID] = record
-    }
-
-    /// Forgets addresses that answered nothing for `age` (a load balancer taken out of DNS):
-    /// what they served last no longer keeps a pin alive once the grace period has passed.
-    package mutating func forgetAddresses(olderThan age: TimeInterval, at now: Date) {
-        for (id, var record) in partners {
-            record.addresses = record.addresses.filter { now.timeIntervalSince($0.value.lastObserved) < age }
-            partners[id] = record
-        }
     }
 }

@@ -20,11 +20,15 @@ package struct StateFile: Sendable {
     package let url: URL
     /// The header's first words.
     static let magic = "pinstore-publisher-state 1 sha256="
-    /// Larger files are refused unread (1,000 partners with a year of history fit in a few MB).
-    static let maximumSize = 64 << 20
+    /// Larger files are refused unread, and never written (1,000 honest partners with a year of
+    /// history fit in a few MB; each partner's share is bounded by ``PublisherState/Bounds``).
+    package static let maximumSize = 64 << 20
+    /// This file's limit: ``maximumSize`` (tests give a smaller one).
+    package let sizeLimit: Int
 
-    package init(url: URL) {
+    package init(url: URL, sizeLimit: Int = StateFile.maximumSize) {
         self.url = url
+        self.sizeLimit = sizeLimit
     }
 
     /// The state saved last; a fresh state when there is no file yet.
@@ -34,7 +38,7 @@ package struct StateFile: Sendable {
     package func load() throws(PublisherError) -> PublisherState {
         let bytes: Data?
         do {
-            bytes = try PersistentListFile(url: url, maximumSize: Self.maximumSize).readBytes()
+            bytes = try PersistentListFile(url: url, maximumSize: sizeLimit).readBytes()
         } catch {
             throw PublisherError(.stateFile, "The publisher's state file cannot be used: \(error.reason.replacingOccurrences(of: "The store file", with: "The state file"))")
         }
@@ -61,6 +65,10 @@ package struct StateFile: Sendable {
     }
 
     /// Replaces the file atomically.
+    ///
+    /// - Throws: ``PublisherError/Code/stateFile`` when the file cannot be written, or would be
+    ///   larger than ``sizeLimit``: a file the publisher could not read back would stop every
+    ///   command and every restart, so the previous file stays instead.
     package func save(_ state: PublisherState) throws(PublisherError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -73,6 +81,9 @@ package struct StateFile: Sendable {
         }
         var bytes = Data((Self.magic + Self.hex(SHA256Digest.hash(body)) + "\n").utf8)
         bytes.append(body)
+        guard bytes.count <= sizeLimit else {
+            throw PublisherError(.stateFile, "The state would take \(bytes.count) bytes, more than the \(sizeLimit) the publisher reads back; the previous state file stays. Each partner takes at most \(PublisherState.Bounds.bytesPerPartner) bytes: split the partners over several publication files.")
+        }
         do {
             try PersistentListFile.writeAtomically(bytes, to: url)
         } catch {

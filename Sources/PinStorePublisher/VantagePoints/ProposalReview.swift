@@ -138,7 +138,7 @@ package enum ProposalReview {
         var approved: [StagedChange] = []
         for change in view.plan.staged {
             switch change.outcome {
-            case .chainDidNotValidate, .expiresTooSoon: continue
+            case .chainDidNotValidate, .expiresTooSoon, .tooManyPins: continue
             default: break
             }
             guard let pin = change.pin else { continue }

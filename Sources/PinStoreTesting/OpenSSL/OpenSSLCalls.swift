@@ -153,6 +153,14 @@ final class OwnedCertificate {
         }
     }
 
+    /// Appends `OU=value` to the subject (UTF-8; OpenSSL allows 64 characters per unit).
+    func appendSubjectOrganizationalUnit(_ value: String) throws(PinStoreTestingError) {
+        guard let name = X509_get_subject_name(pointer),
+              X509_NAME_add_entry_by_txt(name, "OU", MBSTRING_UTF8, value, -1, -1, 0) == 1 else {
+            throw OpenSSLErrors.error("add OU=\(value) to the subject")
+        }
+    }
+
     /// Copies `issuer`'s subject into this certificate's issuer name.
     func setIssuer(_ issuer: OwnedCertificate) throws(PinStoreTestingError) {
         guard X509_set_issuer_name(pointer, X509_get_subject_name(issuer.pointer)) == 1 else {
