@@ -54,14 +54,14 @@ import Testing
 @Suite struct QuickRefusalRetryTests {
     let start = Date(timeIntervalSince1970: 1_893_456_000)
 
-    @Test func anUnchangedRefusalDownloadAllowsAnotherWithinTwentySeconds() {
+    @Test func anUnchangedRefusalDownloadAllowsAnotherWithinThirtySeconds() {
         var budget = RefusalBudget(interval: 60)
         let allowed1 = budget.spend(at: start)
         #expect(allowed1)
         budget.downloadEnded(at: start + 1, outcome: .unchanged, byRefusal: true, jitter: 0.5)
-        let allowed2 = budget.spend(at: start + 15)
+        let allowed2 = budget.spend(at: start + 20)
         #expect(!allowed2)
-        let allowed3 = budget.spend(at: start + 16)
+        let allowed3 = budget.spend(at: start + 21)
         #expect(allowed3)
     }
 
@@ -72,7 +72,7 @@ import Testing
             let allowed4 = budget.spend(at: now)
         #expect(allowed4)
             budget.downloadEnded(at: now, outcome: .unchanged, byRefusal: true, jitter: 0)
-            now += 10
+            now += RefusalBudget.quickDelay
         }
         let allowed5 = budget.spend(at: now)
         #expect(allowed5)
