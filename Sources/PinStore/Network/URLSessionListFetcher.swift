@@ -8,7 +8,15 @@ import FoundationNetworking
 /// Every download runs on a fresh ephemeral session of its own, so the (unpinned) list
 /// connection is never shared with pinned API traffic, and no cookies or cache are kept. The
 /// platform's normal TLS trust evaluation applies. The body is read with a size limit and
-/// redirects are followed only to https (or loopback http when the request allows it).
+/// redirects are followed only to https (or loopback http when the request allows it; within
+/// the distribution point's origin for CRLs: ``DownloadRedirectRule``), five at most.
+///
+/// ``FingerprintListRequest/timeout`` is a total deadline the fetcher keeps itself
+/// (``TotalDeadline``): FoundationNetworking ignores `timeoutIntervalForResource`, and its idle
+/// timeout lets a server that sends a byte now and then hold a download open for as long as it
+/// likes. When the deadline passes the transfer is cancelled, which closes its connection, and
+/// the fetch throws ``PinStoreError/Code/deadlineExceeded``. The idle timeout is the same
+/// number of seconds, so it can only fire once the deadline has passed too, and it throws the same.
 ///
 /// The body must come as it is (`Accept-Encoding: identity`); a compressed one is refused, and
 /// its transfer ended, as soon as its headers arrive (pieces already inflated are dropped). FoundationNetworking's libcurl inflates whatever encoding a
@@ -24,7 +32,16 @@ public struct URLSessionListFetcher: FingerprintListFetcher {
         guard request.accepts(request.url) else {
             throw PinStoreError(.network, "Refusing to fetch the \(request.document) from \(request.url.absoluteString): the URL must be https.")
         }
-        var urlRequest = URLRequest(url: request.url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData, timeoutInterval: request.timeout)
+        return try await TotalDeadline.run(seconds: request.timeout, { () async throws(PinStoreError) -> FingerprintListResponse in
+            try await Self.download(request)
+        }, expired: { request.deadlineExceeded() })
+    }
+
+    /// One transfer on a session of its own; cancelling the task cancels the transfer.
+    private static func download(_ request: FingerprintListRequest) async throws(PinStoreError) -> FingerprintListResponse {
+        // Finite and positive whatever the request says: the transport converts it to an integer.
+        let idleTimeout = max(TotalDeadline.clamped(request.timeout), 0.001)
+        var urlRequest = URLRequest(url: request.url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData, timeoutInterval: idleTimeout)
         urlRequest.httpMethod = "GET"
         for (name, value) in request.headers {
             urlRequest.setValue(value, forHTTPHeaderField: name)
@@ -32,8 +49,8 @@ public struct URLSessionListFetcher: FingerprintListFetcher {
         // Last, so no caller's header can ask for a compressed body (see the type's comment).
         urlRequest.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = request.timeout
-        configuration.timeoutIntervalForResource = request.timeout
+        configuration.timeoutIntervalForRequest = idleTimeout
+        configuration.timeoutIntervalForResource = idleTimeout
         configuration.httpCookieStorage = nil
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
@@ -59,6 +76,8 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
         var continuation: CheckedContinuation<Result<FingerprintListResponse, PinStoreError>, Never>?
         var body = Data()
         var failure: PinStoreError?
+        /// Redirects followed so far.
+        var redirects = 0
     }
 
     let request: FingerprintListRequest
@@ -69,9 +88,17 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
     }
 
     func start(_ task: URLSessionDataTask, continuation: CheckedContinuation<Result<FingerprintListResponse, PinStoreError>, Never>) {
-        state.withLock {
-            $0.task = task
-            $0.continuation = continuation
+        let failedAlready = state.withLock { state -> PinStoreError? in
+            if let failure = state.failure { return failure }
+            state.task = task
+            state.continuation = continuation
+            return nil
+        }
+        if let failedAlready {
+            // Cancelled (the deadline, or the caller) before the transfer began: it never begins.
+            task.cancel()
+            continuation.resume(returning: .failure(failedAlready))
+            return
         }
         task.resume()
     }
@@ -136,13 +163,15 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
 
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
                     newRequest: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
-        guard let target = newRequest.url, request.accepts(target) else {
+        let followed = state.withLock { $0.redirects }
+        if let refusal = DownloadRedirectRule.refusal(of: newRequest.url, for: request, followed: followed) {
             // Declining the redirect completes the task with the 3xx response; cancelling here
             // as well would make FoundationNetworking trap on Linux.
-            record(PinStoreError(.network, "The \(request.document) server redirected to \(newRequest.url?.absoluteString ?? "an unknown URL"); only https redirects are followed."))
+            record(PinStoreError(.network, refusal))
             completionHandler(nil)
             return
         }
+        state.withLock { $0.redirects += 1 }
         completionHandler(newRequest)
     }
 
@@ -155,10 +184,10 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
             }
             if let error {
                 let nsError = error as NSError
-                let reason = nsError.code == NSURLErrorTimedOut
-                    ? "The \(request.document) download timed out after \(Int(request.timeout)) seconds."
-                    : "The \(request.document) could not be downloaded: \(nsError.localizedDescription)"
-                return (continuation, .failure(PinStoreError(.network, reason)))
+                // The idle timeout is the deadline's number of seconds: when it fires, the
+                // deadline has passed too.
+                guard nsError.code != NSURLErrorTimedOut else { return (continuation, .failure(request.deadlineExceeded())) }
+                return (continuation, .failure(PinStoreError(.network, "The \(request.document) could not be downloaded: \(nsError.localizedDescription)")))
             }
             guard let http = task.response as? HTTPURLResponse else {
                 return (continuation, .failure(PinStoreError(.network, "The \(request.document) server sent no HTTP response.")))

@@ -47,7 +47,7 @@ extension ListUpdater {
                                              document: "key documents")
         let response: FingerprintListResponse
         do {
-            response = try await fetcher.fetch(request)
+            response = try await fetcher.fetchWithinDeadline(request)
         } catch where error.code == .invalidListData {
             // A fetcher refuses a body (too large, compressed) with the list's code, since it
             // serves both downloads; for the key documents the documented code is this one.

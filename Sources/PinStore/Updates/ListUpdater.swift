@@ -319,7 +319,7 @@ final class ListUpdater: Sendable {
                                              timeout: configuration.requestTimeout,
                                              maximumBodySize: configuration.maximumListSize,
                                              allowsLoopbackHTTP: configuration.serviceURL.isLoopbackHTTP)
-        let response = try await fetcher.fetch(request)
+        let response = try await fetcher.fetchWithinDeadline(request)
         guard (200..<300).contains(response.statusCode) else {
             throw PinStoreError(.network, "The list server answered HTTP \(response.statusCode).")
         }
