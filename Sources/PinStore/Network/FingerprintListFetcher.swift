@@ -39,7 +39,7 @@ public struct FingerprintListRequest: Sendable {
     /// Never for a list.
     package var allowsPlainHTTP = false
     /// Whether a redirect must stay on the scheme, host and port of ``url`` (CRLs, whose URL
-    /// whoever issued the certificate chose: ``DownloadRedirectRule``).
+    /// whoever issued the certificate chose: `DownloadRedirectRule`).
     package var redirectsStayOnOrigin = false
 
     /// Whether `url` may be fetched (the request's URL, or a redirect's target).
@@ -125,7 +125,7 @@ extension FingerprintListFetcher {
     /// whatever the fetcher does: every download of a store (the list, the key documents, CRLs)
     /// goes through this, so neither a fetcher that ignores the timeout nor a transport that
     /// does (FoundationNetworking's resource timeout) holds an update or a CRL open past it.
-    /// The fetch is cancelled and abandoned when the time passes (``TotalDeadline``).
+    /// The fetch is cancelled and abandoned when the time passes (`TotalDeadline`).
     func fetchWithinDeadline(_ request: FingerprintListRequest) async throws(PinStoreError) -> FingerprintListResponse {
         try await TotalDeadline.run(seconds: request.timeout, { () async throws(PinStoreError) -> FingerprintListResponse in
             try await self.fetch(request)

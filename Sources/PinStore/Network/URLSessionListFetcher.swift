@@ -9,10 +9,10 @@ import FoundationNetworking
 /// connection is never shared with pinned API traffic, and no cookies or cache are kept. The
 /// platform's normal TLS trust evaluation applies. The body is read with a size limit and
 /// redirects are followed only to https (or loopback http when the request allows it; within
-/// the distribution point's origin for CRLs: ``DownloadRedirectRule``), five at most.
+/// the distribution point's origin for CRLs), five at most.
 ///
 /// ``FingerprintListRequest/timeout`` is a total deadline the fetcher keeps itself
-/// (``TotalDeadline``): FoundationNetworking ignores `timeoutIntervalForResource`, and its idle
+/// (`TotalDeadline`): FoundationNetworking ignores `timeoutIntervalForResource`, and its idle
 /// timeout lets a server that sends a byte now and then hold a download open for as long as it
 /// likes. When the deadline passes the transfer is cancelled, which closes its connection, and
 /// the fetch throws ``PinStoreError/Code/deadlineExceeded``. The idle timeout is the same
