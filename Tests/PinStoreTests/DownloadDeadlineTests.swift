@@ -155,14 +155,38 @@ import Testing
     }
 
     @Test func anOperationThatEndsFirstGivesItsOwnOutcome() async throws {
-        let value = try await TotalDeadline.run(seconds: 30, { () async throws(PinStoreError) -> Int in 7 },
+        // The longest limit: `run`'s work ends only when its task gets a turn on the pool, and
+        // in a full parallel run on the loaded machine a task that returns at once waited more
+        // than 30 s for one. (The downloads decide their side off the pool: `race`.)
+        let value = try await TotalDeadline.run(seconds: TotalDeadline.longest, { () async throws(PinStoreError) -> Int in 7 },
                                                 expired: { PinStoreError(.deadlineExceeded, "expired") })
         #expect(value == 7)
         let error = await #expect(throws: PinStoreError.self) {
-            try await TotalDeadline.run(seconds: 30, { () async throws(PinStoreError) -> Int in throw PinStoreError(.network, "down") },
+            try await TotalDeadline.run(seconds: TotalDeadline.longest, { () async throws(PinStoreError) -> Int in throw PinStoreError(.network, "down") },
                                         expired: { PinStoreError(.deadlineExceeded, "expired") })
         }
         #expect(error?.code == .network)
+    }
+
+    @Test func aRaceDecidedByItsWorkGivesTheWorksOutcomeAndNeverCancelsIt() async throws {
+        let cancelled = Locked(false)
+        let result = await TotalDeadline.race(seconds: TotalDeadline.longest, start: { (finish: @escaping @Sendable (Result<Int, PinStoreError>) -> Void) in
+            // From another thread, as a URLSession delegate reports.
+            DispatchQueue.global().async { finish(.success(7)) }
+            return { cancelled.withLock { $0 = true } }
+        }, expired: { PinStoreError(.deadlineExceeded, "expired") }, cancelled: { PinStoreError(.network, "cancelled") })
+        #expect(try result.get() == 7)
+        #expect(!cancelled.withLock { $0 })
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aRaceWhoseWorkNeverReportsEndsAtTheDeadlineAndCancelsIt() async throws {
+        let cancelled = Locked(false)
+        let result = await TotalDeadline.race(seconds: 0.2, start: { (_: @escaping @Sendable (Result<Int, PinStoreError>) -> Void) in
+            { cancelled.withLock { $0 = true } }
+        }, expired: { PinStoreError(.deadlineExceeded, "expired") }, cancelled: { PinStoreError(.network, "cancelled") })
+        #expect(throws: PinStoreError(.deadlineExceeded, "")) { try result.get() }
+        #expect(cancelled.withLock { $0 })
     }
 
     @Test(arguments: [Double.nan, -1, 0, .infinity, 1e300])

@@ -7,8 +7,9 @@ import Foundation
 /// ``PinStoreError/Code/invalidListData`` past it), ``FingerprintListRequest/timeout`` (the
 /// whole download, throwing ``PinStoreError/Code/deadlineExceeded``), and never follow a
 /// redirect to plain http. Transport failures throw ``PinStoreError/Code/network``. The store
-/// keeps the timeout itself as well: a fetch still running when it passes is cancelled and
-/// abandoned, and the update fails with ``PinStoreError/Code/deadlineExceeded``. It returns non-2xx responses as they are; the store
+/// keeps a backstop of its own: a fetch still running at twice the timeout (at least 5 seconds
+/// past it) is cancelled and abandoned, and the update fails with
+/// ``PinStoreError/Code/deadlineExceeded``. It returns non-2xx responses as they are; the store
 /// decides what they mean. Its messages name ``FingerprintListRequest/document``; the store
 /// reports a refused body with the code of the document it asked for
 /// (``PinStoreError/Code/invalidKeyDocument`` for the key documents).
@@ -121,14 +122,22 @@ extension URL {
 }
 
 extension FingerprintListFetcher {
-    /// ``fetch(_:)`` ended by the library at the request's ``FingerprintListRequest/timeout``,
-    /// whatever the fetcher does: every download of a store (the list, the key documents, CRLs)
-    /// goes through this, so neither a fetcher that ignores the timeout nor a transport that
-    /// does (FoundationNetworking's resource timeout) holds an update or a CRL open past it.
-    /// The fetch is cancelled and abandoned when the time passes (`TotalDeadline`).
+    /// ``fetch(_:)``, ended by the library whatever the fetcher does: every download of a store
+    /// (the list, the key documents, CRLs) goes through this, so a fetcher that ignores the
+    /// request's ``FingerprintListRequest/timeout`` cannot hold an update or a CRL open. The
+    /// fetcher keeps the timeout itself (``URLSessionListFetcher`` does, decided off the
+    /// cooperative pool); this backstop abandons the fetch at ``backstop(for:)``, later than the
+    /// timeout, because a fetch that ended in time reaches it only once its task gets a turn on
+    /// the pool, and a crowded pool must not turn that into a deadline error.
     func fetchWithinDeadline(_ request: FingerprintListRequest) async throws(PinStoreError) -> FingerprintListResponse {
-        try await TotalDeadline.run(seconds: request.timeout, { () async throws(PinStoreError) -> FingerprintListResponse in
+        try await TotalDeadline.run(seconds: Self.backstop(for: request.timeout), { () async throws(PinStoreError) -> FingerprintListResponse in
             try await self.fetch(request)
         }, expired: { request.deadlineExceeded() })
+    }
+
+    /// Twice `timeout`, at least 5 seconds past it.
+    static func backstop(for timeout: TimeInterval) -> TimeInterval {
+        let limit = TotalDeadline.clamped(timeout)
+        return limit + max(limit, 5)
     }
 }

@@ -32,13 +32,24 @@ public struct URLSessionListFetcher: FingerprintListFetcher {
         guard request.accepts(request.url) else {
             throw PinStoreError(.network, "Refusing to fetch the \(request.document) from \(request.url.absoluteString): the URL must be https.")
         }
-        return try await TotalDeadline.run(seconds: request.timeout, { () async throws(PinStoreError) -> FingerprintListResponse in
-            try await Self.download(request)
-        }, expired: { request.deadlineExceeded() })
+        // Decided where each side happens: the session's delegate queue for the transfer, the
+        // deadline's own queue for the time. A transfer that ended in time is never lost to the
+        // deadline while this task waits for a turn on a crowded cooperative pool.
+        let result = await TotalDeadline.race(seconds: request.timeout, start: { finish in
+            Self.start(request, finish: finish)
+        }, expired: {
+            request.deadlineExceeded()
+        }, cancelled: {
+            PinStoreError(.network, "The \(request.document) download was cancelled.")
+        })
+        return try result.get()
     }
 
-    /// One transfer on a session of its own; cancelling the task cancels the transfer.
-    private static func download(_ request: FingerprintListRequest) async throws(PinStoreError) -> FingerprintListResponse {
+    /// Starts one transfer on a session of its own, which reports its outcome through `finish`
+    /// (from the session's delegate queue); returns how to cancel it (which ends the transfer
+    /// and closes its connection).
+    private static func start(_ request: FingerprintListRequest,
+                              finish: @escaping @Sendable (Result<FingerprintListResponse, PinStoreError>) -> Void) -> @Sendable () -> Void {
         // Finite and positive whatever the request says: the transport converts it to an integer.
         let idleTimeout = max(TotalDeadline.clamped(request.timeout), 0.001)
         var urlRequest = URLRequest(url: request.url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData, timeoutInterval: idleTimeout)
@@ -54,17 +65,12 @@ public struct URLSessionListFetcher: FingerprintListFetcher {
         configuration.httpCookieStorage = nil
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
-        let download = Download(request: request)
+        let download = Download(request: request, finish: finish)
         let session = URLSession(configuration: configuration, delegate: download, delegateQueue: nil)
-        defer { session.finishTasksAndInvalidate() }
-        let result: Result<FingerprintListResponse, PinStoreError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                download.start(session.dataTask(with: urlRequest), continuation: continuation)
-            }
-        } onCancel: {
-            download.cancel()
-        }
-        return try result.get()
+        download.start(session.dataTask(with: urlRequest))
+        // The transfer goes on; the session is released once it ends.
+        session.finishTasksAndInvalidate()
+        return { download.cancel() }
     }
 }
 
@@ -73,7 +79,6 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
     // @unchecked: mutable state lives in `state`, behind its lock.
     struct State {
         var task: URLSessionDataTask?
-        var continuation: CheckedContinuation<Result<FingerprintListResponse, PinStoreError>, Never>?
         var body = Data()
         var failure: PinStoreError?
         /// Redirects followed so far.
@@ -82,24 +87,16 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
 
     let request: FingerprintListRequest
     let state = Locked(State())
+    /// Where the outcome goes (once; later calls are ignored by the deadline's race).
+    private let finish: @Sendable (Result<FingerprintListResponse, PinStoreError>) -> Void
 
-    init(request: FingerprintListRequest) {
+    init(request: FingerprintListRequest, finish: @escaping @Sendable (Result<FingerprintListResponse, PinStoreError>) -> Void) {
         self.request = request
+        self.finish = finish
     }
 
-    func start(_ task: URLSessionDataTask, continuation: CheckedContinuation<Result<FingerprintListResponse, PinStoreError>, Never>) {
-        let failedAlready = state.withLock { state -> PinStoreError? in
-            if let failure = state.failure { return failure }
-            state.task = task
-            state.continuation = continuation
-            return nil
-        }
-        if let failedAlready {
-            // Cancelled (the deadline, or the caller) before the transfer began: it never begins.
-            task.cancel()
-            continuation.resume(returning: .failure(failedAlready))
-            return
-        }
+    func start(_ task: URLSessionDataTask) {
+        state.withLock { $0.task = task }
         task.resume()
     }
 
@@ -176,28 +173,26 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
-        let (continuation, result) = state.withLock { state -> (CheckedContinuation<Result<FingerprintListResponse, PinStoreError>, Never>?, Result<FingerprintListResponse, PinStoreError>) in
-            let continuation = state.continuation
-            state.continuation = nil
+        let result = state.withLock { state -> Result<FingerprintListResponse, PinStoreError> in
             if let failure = state.failure {
-                return (continuation, .failure(failure))
+                return .failure(failure)
             }
             if let error {
                 let nsError = error as NSError
                 // The idle timeout is the deadline's number of seconds: when it fires, the
                 // deadline has passed too.
-                guard nsError.code != NSURLErrorTimedOut else { return (continuation, .failure(request.deadlineExceeded())) }
-                return (continuation, .failure(PinStoreError(.network, "The \(request.document) could not be downloaded: \(nsError.localizedDescription)")))
+                guard nsError.code != NSURLErrorTimedOut else { return .failure(request.deadlineExceeded()) }
+                return .failure(PinStoreError(.network, "The \(request.document) could not be downloaded: \(nsError.localizedDescription)"))
             }
             guard let http = task.response as? HTTPURLResponse else {
-                return (continuation, .failure(PinStoreError(.network, "The \(request.document) server sent no HTTP response.")))
+                return .failure(PinStoreError(.network, "The \(request.document) server sent no HTTP response."))
             }
             var headers: [String: String] = [:]
             for (name, value) in http.allHeaderFields {
                 if let name = name as? String, let value = value as? String { headers[name] = value }
             }
-            return (continuation, .success(FingerprintListResponse(statusCode: http.statusCode, headers: headers, body: state.body)))
+            return .success(FingerprintListResponse(statusCode: http.statusCode, headers: headers, body: state.body))
         }
-        continuation?.resume(returning: result)
+        finish(result)
     }
 }

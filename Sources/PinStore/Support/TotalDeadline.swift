@@ -19,6 +19,13 @@ import Foundation
 /// cooperative pool: a limit measured by a task sleeping in that pool (a thread per core) waits
 /// for a turn behind whatever crowds it, which is how a 2 s CRL budget took 9.7 to 19 s beside
 /// a thousand fetches.
+///
+/// Work that reports its completion from a thread of its own (a URLSession delegate) decides
+/// the race there (``race(seconds:start:expired:cancelled:)``): a download that finished in time
+/// is not lost to the deadline while its caller waits for a turn on a crowded pool. Work that
+/// is only an `async` function (``run(seconds:_:expired:)``) finishes when its task runs, so a
+/// crowded pool counts against it: the store gives such work (a fetcher of the app's) a margin
+/// over its own deadline (``FingerprintListFetcher/fetchWithinDeadline(_:)``).
 package enum TotalDeadline {
     private static let timers = DispatchQueue(label: "PinStore.TotalDeadline")
 
@@ -33,11 +40,44 @@ package enum TotalDeadline {
         return min(max(seconds, 0), longest)
     }
 
-    /// Runs `operation` for at most `seconds`.
+    /// Starts work that reports its own outcome through `finish`, from any thread, and returns
+    /// the first of that outcome and the deadline's.
     ///
     /// - Parameters:
     ///   - seconds: The limit, from now (clamped: ``clamped(_:)``).
-    ///   - operation: The work; it runs in a task of its own, cancelled when the limit passes.
+    ///   - start: Starts the work (called once, at once) and returns how to cancel it. The work
+    ///     calls `finish` once with its outcome; a call after the race is decided is ignored.
+    ///   - expired: The error when the limit passes first; the work is then cancelled.
+    ///   - cancelled: The error when the caller's task is cancelled first; the work is then
+    ///     cancelled.
+    package static func race<Success: Sendable, Failure: Error>(
+        seconds: TimeInterval,
+        start: (_ finish: @escaping @Sendable (Result<Success, Failure>) -> Void) -> (@Sendable () -> Void),
+        expired: @escaping @Sendable () -> Failure,
+        cancelled: @escaping @Sendable () -> Failure
+    ) async -> Result<Success, Failure> {
+        let race = Race<Result<Success, Failure>>()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Success, Failure>, Never>) in
+                race.wait(continuation)
+                let cancel = start { race.finish($0) }
+                let timer = DispatchWorkItem {
+                    if race.finish(.failure(expired())) { cancel() }
+                }
+                race.started(cancel: cancel, timer: timer)
+                timers.asyncAfter(deadline: .now() + .nanoseconds(Int(clamped(seconds) * 1_000_000_000)), execute: timer)
+            }
+        } onCancel: {
+            race.cancel(with: .failure(cancelled()))
+        }
+    }
+
+    /// Runs `operation` for at most `seconds`: in a task of its own, cancelled and abandoned
+    /// when the limit passes first (the caller goes on at once with `expired()`).
+    ///
+    /// - Parameters:
+    ///   - seconds: The limit, from now (clamped: ``clamped(_:)``).
+    ///   - operation: The work.
     ///   - expired: The error thrown when the limit passes first.
     /// - Returns: What `operation` returned, when it finished first.
     /// - Throws: What `operation` threw, or `expired()`. Cancelling the caller cancels
@@ -61,12 +101,12 @@ package enum TotalDeadline {
                 let timer = DispatchWorkItem {
                     if race.finish(.failure(expired())) { work.cancel() }
                 }
-                race.started(work, timer: timer)
-                let nanoseconds = Int(clamped(seconds) * 1_000_000_000)
-                timers.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: timer)
+                race.started(cancel: { work.cancel() }, timer: timer)
+                timers.asyncAfter(deadline: .now() + .nanoseconds(Int(clamped(seconds) * 1_000_000_000)), execute: timer)
             }
         } onCancel: {
-            race.cancelWork()
+            // The work ends as it ends when cancelled; its outcome (or the deadline's) is returned.
+            race.cancel(with: nil)
         }
         return try result.get()
     }
@@ -83,9 +123,8 @@ package enum TotalDeadline {
                 race.finish(true)
             }
             let timer = DispatchWorkItem { race.finish(false) }
-            race.started(work, timer: timer)
-            let nanoseconds = Int(clamped(seconds) * 1_000_000_000)
-            timers.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: timer)
+            race.started(cancel: { _ = work }, timer: timer)
+            timers.asyncAfter(deadline: .now() + .nanoseconds(Int(clamped(seconds) * 1_000_000_000)), execute: timer)
         }
     }
 }
@@ -95,9 +134,11 @@ private final class Race<Outcome: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<Outcome, Never>?
         var finished = false
-        var work: Task<Void, Never>?
+        var cancelWork: (@Sendable () -> Void)?
         var timer: DispatchWorkItem?
-        var cancelled = false
+        /// The caller was cancelled before the work started; with the outcome to give then.
+        var callerCancelled = false
+        var cancelledOutcome: Outcome?
     }
 
     private let state = Locked(State())
@@ -106,24 +147,32 @@ private final class Race<Outcome: Sendable>: Sendable {
         state.withLock { $0.continuation = continuation }
     }
 
-    /// Keeps the work (to cancel it) and the timer (to stop it once the work finished). A
-    /// caller cancelled before this cancels the work now.
-    func started(_ work: Task<Void, Never>, timer: DispatchWorkItem) {
-        let (cancelNow, finished) = state.withLock { state -> (Bool, Bool) in
-            state.work = work
+    /// Keeps how to cancel the work, and the timer (stopped once the race is decided). A caller
+    /// cancelled before this cancels the work now.
+    func started(cancel: @escaping @Sendable () -> Void, timer: DispatchWorkItem) {
+        let (cancelNow, outcome, finished) = state.withLock { state -> (Bool, Outcome?, Bool) in
+            state.cancelWork = cancel
             state.timer = timer
-            return (state.cancelled, state.finished)
+            return (state.callerCancelled, state.cancelledOutcome, state.finished)
         }
-        if cancelNow { work.cancel() }
         if finished { timer.cancel() }
+        if cancelNow {
+            if let outcome { finish(outcome) }
+            cancel()
+        }
     }
 
-    func cancelWork() {
-        let work = state.withLock { state -> Task<Void, Never>? in
-            state.cancelled = true
-            return state.work
+    /// The caller's task was cancelled: the work is cancelled, and `outcome` (when given) ends
+    /// the race at once.
+    func cancel(with outcome: Outcome?) {
+        let work = state.withLock { state -> (@Sendable () -> Void)? in
+            state.callerCancelled = true
+            state.cancelledOutcome = outcome
+            return state.cancelWork
         }
-        work?.cancel()
+        guard let work else { return }
+        if let outcome { finish(outcome) }
+        work()
     }
 
     /// Hands `outcome` to the waiter if nothing came first; returns whether it did.
@@ -135,6 +184,7 @@ private final class Race<Outcome: Sendable>: Sendable {
             defer {
                 state.continuation = nil
                 state.timer = nil
+                state.cancelWork = nil
             }
             return (state.continuation, state.timer)
         }
