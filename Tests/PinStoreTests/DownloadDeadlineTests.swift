@@ -14,6 +14,9 @@ import Testing
     /// 480 bytes at 4 a second: two minutes of answer, far past every deadline here.
     static let drip = Data(repeating: 0x30, count: 480)
     static let interval: TimeInterval = 0.25
+    /// The library's deadline in these tests: short, yet long enough for the request to reach
+    /// the server on a loaded machine, so the server can see the client give up.
+    static let deadline: TimeInterval = 2
 
     /// Waits (30 s at most: a bound for a stuck test, not a measurement) until `condition` holds.
     static func eventually(_ condition: () -> Bool) async throws {
@@ -26,7 +29,7 @@ import Testing
     static func store(serviceURL: URL, keyDocumentURL: URL? = nil, directory: TemporaryDirectory,
                       fetcher: (any FingerprintListFetcher)? = nil) throws -> PinStore {
         var configuration = PinStore.Configuration(serviceURL: serviceURL, publicKey: try StoreFixtures.publicKey(),
-                                                   storageDirectory: directory.url, requestTimeout: 1)
+                                                   storageDirectory: directory.url, requestTimeout: Self.deadline)
         configuration.keyDocumentURL = keyDocumentURL
         if let fetcher {
             return try PinStore(configuration: configuration, fetcher: fetcher)
@@ -39,7 +42,7 @@ import Testing
         let server = try await TestCRLServer.start()
         defer { Task { try? await server.shutdown() } }
         server.serveDripping(Self.drip, every: Self.interval, at: "list.json")
-        let request = FingerprintListRequest(url: server.baseURL.appendingPathComponent("list.json"), timeout: 1, allowsLoopbackHTTP: true)
+        let request = FingerprintListRequest(url: server.baseURL.appendingPathComponent("list.json"), timeout: Self.deadline, allowsLoopbackHTTP: true)
         let error = await #expect(throws: PinStoreError.self) { _ = try await URLSessionListFetcher().fetch(request) }
         #expect(error?.code == .deadlineExceeded, "\(String(describing: error))")
         try await Self.eventually { server.abandonedRequestCount == 1 }
@@ -103,7 +106,7 @@ import Testing
         server.serve(.status(204), at: "reports")
         let sender = URLSessionReportSender()
         let error = await #expect(throws: PinFailureReportDeliveryError.self) {
-            try await sender.send(Data("{}".utf8), to: server.baseURL.appendingPathComponent("slow-reports"), timeout: 1)
+            try await sender.send(Data("{}".utf8), to: server.baseURL.appendingPathComponent("slow-reports"), timeout: Self.deadline)
         }
         #expect(error?.description.contains("did not answer within") == true, "\(String(describing: error))")
         try await Self.eventually { server.abandonedRequestCount == 1 }
@@ -132,6 +135,15 @@ import Testing
         let report = await store.updateWithReport(mode: .forced)
         #expect(report.error?.code == .deadlineExceeded, "\(String(describing: report.error))")
         #expect(fetcher.calls.withLock { $0 } == 1)
+    }
+
+    @Test func anInfiniteRequestTimeoutIsAConfigurationError() throws {
+        var configuration = PinStore.Configuration(serviceURL: try #require(URL(string: "https://pins.pinstore.test/list.json")),
+                                                   publicKey: try StoreFixtures.publicKey())
+        configuration.requestTimeout = .infinity
+        let error = #expect(throws: PinStoreError.self) { _ = try PinStore(configuration: configuration) }
+        #expect(error?.code == .invalidConfiguration)
+        #expect(error?.reason.contains("requestTimeout") == true)
     }
 
     // MARK: The deadline itself
