@@ -82,6 +82,23 @@ package final class ListServer: Sendable {
         state.withLock { $0.requests }
     }
 
+    /// Requests received whose response has not been written to its end, on connections still
+    /// open: the requests a client holds open now.
+    package var openRequests: Int {
+        state.withLock { $0.open }
+    }
+
+    /// The most ``openRequests`` there ever were at once.
+    package var maximumOpenRequests: Int {
+        state.withLock { $0.maximumOpen }
+    }
+
+    /// Requests whose connection the client closed before their response was written to its
+    /// end (a client that gave up on a slow or dripping answer).
+    package var abandonedRequests: Int {
+        state.withLock { $0.abandoned }
+    }
+
     /// Stops listening, closes open connections and ends the server's thread. Calling it twice
     /// is harmless.
     package func shutdown() async throws {
@@ -104,6 +121,12 @@ package final class ListServer: Sendable {
 struct ListServerState: Sendable {
     /// Requests received so far.
     var requests = 0
+    /// Requests whose response is not written to its end, on open connections.
+    var open = 0
+    /// The most `open` ever was.
+    var maximumOpen = 0
+    /// Requests whose connection closed before their response ended.
+    var abandoned = 0
     /// Whether shutdown has begun.
     var shutDown = false
 }

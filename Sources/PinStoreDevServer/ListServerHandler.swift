@@ -14,6 +14,8 @@ final class ListServerHandler: ChannelInboundHandler {
     private var pendingHead: HTTPRequestHead?
     private var pendingBody = Data()
     private var bodyTooLarge = false
+    /// Requests of this connection received and not yet answered to their end.
+    private var unanswered = 0
 
     init(responder: @escaping ListServerResponder, state: Locked<ListServerState>) {
         self.responder = responder
@@ -23,7 +25,12 @@ final class ListServerHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            state.withLock { $0.requests += 1 }
+            unanswered += 1
+            state.withLock { state in
+                state.requests += 1
+                state.open += 1
+                state.maximumOpen = max(state.maximumOpen, state.open)
+            }
             pendingHead = head
             pendingBody = Data()
             bodyTooLarge = false
@@ -58,6 +65,25 @@ final class ListServerHandler: ChannelInboundHandler {
         }
     }
 
+    func channelInactive(context: ChannelHandlerContext) {
+        if unanswered > 0 {
+            let count = unanswered
+            unanswered = 0
+            state.withLock { state in
+                state.open -= count
+                state.abandoned += count
+            }
+        }
+        context.fireChannelInactive()
+    }
+
+    /// A response was written to its end.
+    private func answered() {
+        guard unanswered > 0 else { return }
+        unanswered -= 1
+        state.withLock { $0.open -= 1 }
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A client that gives up (a refused TLS handshake, a reset) ends only its connection.
         context.close(promise: nil)
@@ -73,15 +99,46 @@ final class ListServerHandler: ChannelInboundHandler {
         }
         let head = HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if let interval = response.dripInterval, request.method != .HEAD, !response.body.isEmpty {
+            context.flush()
+            drip(response.body, from: response.body.startIndex, every: interval, keepAlive: keepAlive, context: context)
+            return
+        }
         if request.method != .HEAD, !response.body.isEmpty {
             var buffer = context.channel.allocator.buffer(capacity: response.body.count)
             buffer.writeBytes(response.body)
             context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         }
+        end(keepAlive: keepAlive, context: context)
+    }
+
+    /// Ends the response (and the connection, when the request asked for that).
+    private func end(keepAlive: Bool, context: ChannelHandlerContext) {
+        answered()
         let written = context.writeAndFlush(wrapOutboundOut(.end(nil)))
         if !keepAlive {
             let channel = context.channel
             written.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+
+    /// Writes the byte of `body` at `index`, then the next one `interval` seconds later, until
+    /// the body ends or the client closes the connection.
+    private func drip(_ body: Data, from index: Data.Index, every interval: TimeInterval, keepAlive: Bool, context: ChannelHandlerContext) {
+        guard context.channel.isActive else { return }
+        var buffer = context.channel.allocator.buffer(capacity: 1)
+        buffer.writeInteger(body[index])
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        let next = body.index(after: index)
+        guard next < body.endIndex else {
+            end(keepAlive: keepAlive, context: context)
+            return
+        }
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let nanoseconds = Int64(min(max(interval, 0), 3_600) * 1_000_000_000)
+        context.eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) {
+            let (handler, context) = bound.value
+            handler.drip(body, from: next, every: interval, keepAlive: keepAlive, context: context)
         }
     }
 }

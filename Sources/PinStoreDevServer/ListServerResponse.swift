@@ -10,13 +10,19 @@ package struct ListServerResponse: Sendable {
     package var body: Data
     /// Seconds to wait before answering, to exercise client timeouts.
     package var delay: TimeInterval
+    /// When set, the body is written one byte at a time, this many seconds apart, after the
+    /// head (which announces the whole length): a server that keeps a download alive past any
+    /// idle timeout and finishes it only when it likes.
+    package var dripInterval: TimeInterval?
 
     /// Creates a response.
-    package init(status: Int = 200, headers: [(String, String)] = [], body: Data = Data(), delay: TimeInterval = 0) {
+    package init(status: Int = 200, headers: [(String, String)] = [], body: Data = Data(), delay: TimeInterval = 0,
+                 dripInterval: TimeInterval? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
         self.delay = delay
+        self.dripInterval = dripInterval
     }
 }
 

@@ -123,6 +123,26 @@ public struct TestPKI: Sendable {
         return try issuer.issueLeaf(names: names, validity: validity ?? self.validity, subjectPadding: subjectPadding)
     }
 
+    /// Issues another leaf from ``intermediate`` whose CRL distribution points are
+    /// `crlDistributionPoints`, each a distribution point of its own, in this order, instead of
+    /// ``intermediateCRLURL``: a certificate whose issuer chose where clients fetch CRLs (a
+    /// partner's private CA, or a hostile one naming a thousand).
+    ///
+    /// ```swift
+    /// let points = (0..<1_000).map { crls.baseURL.appendingPathComponent("dp-\($0).crl") }
+    /// let leaf = try pki.issueLeaf(for: ["localhost"], crlDistributionPoints: points)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - names: The DNS names (the first is also the common name).
+    ///   - validity: ``validity`` when nil.
+    ///   - crlDistributionPoints: The URLs, written as they are (any scheme); none for an empty array.
+    public func issueLeaf(for names: [String], validity: DateInterval? = nil,
+                          crlDistributionPoints: [URL]) throws(PinStoreTestingError) -> TestIdentity {
+        try Self.checkNames(names)
+        return try issuer.issueLeaf(names: names, validity: validity ?? self.validity, crlDistributionPoints: crlDistributionPoints)
+    }
+
     /// From an hour before `start` (clock skew) for 30 days.
     public static func defaultValidity(from start: Date = Date()) -> DateInterval {
         DateInterval(start: start.addingTimeInterval(-3_600), duration: 30 * 86_400)
@@ -193,9 +213,17 @@ final class Authority: @unchecked Sendable {
     }
 
     /// A TLS server leaf for `names` (the first is also the common name).
-    func issueLeaf(names: [String], validity: DateInterval) throws(PinStoreTestingError) -> TestIdentity {
+    /// With `crlDistributionPoints`, those replace this CA's ``crlURL``.
+    func issueLeaf(names: [String], validity: DateInterval, crlDistributionPoints: [URL]? = nil) throws(PinStoreTestingError) -> TestIdentity {
         let key = try CertificateKey()
         let builder = try leafBuilder(names: names, validity: validity, key: key)
+        if let crlDistributionPoints {
+            if crlURL != nil { try builder.deleteExtension(NID_crl_distribution_points) }
+            if !crlDistributionPoints.isEmpty {
+                try builder.addExtension(NID_crl_distribution_points, crlDistributionPoints.map { "URI:\($0.absoluteString)" }.joined(separator: ","),
+                                         issuer: builder)
+            }
+        }
         try builder.sign(with: self.key)
         return try identity(builder, key: key)
     }

@@ -56,6 +56,11 @@ public struct PinStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The list could not be downloaded: transport failure, timeout, HTTP error status,
         /// or a refused redirect. Maps to ``PinStore/UpdateResult/networkError``.
         public static let network = Code("network")
+        /// A download (the list, the key documents, a CRL) did not finish within its total
+        /// deadline, ``PinStore/Configuration/requestTimeout``, however the server paced its
+        /// answer; the library cancelled it and closed its connection. Maps to
+        /// ``PinStore/UpdateResult/networkError``.
+        public static let deadlineExceeded = Code("deadlineExceeded")
         /// The list is not in the expected format, breaks a rule (duplicate entries, a
         /// fingerprint that is not 32 bytes, an impossible `expires`), is larger than the limit,
         /// or is older than the stored one. Maps to ``PinStore/UpdateResult/invalidData``.

@@ -4,9 +4,12 @@ import Foundation
 /// transport by conforming to this protocol.
 ///
 /// A fetcher must honour ``FingerprintListRequest/maximumBodySize`` (stop reading and throw
-/// ``PinStoreError/Code/invalidListData`` past it), ``FingerprintListRequest/timeout``, and
-/// never follow a redirect to plain http. Transport failures throw
-/// ``PinStoreError/Code/network``. It returns non-2xx responses as they are; the store
+/// ``PinStoreError/Code/invalidListData`` past it), ``FingerprintListRequest/timeout`` (the
+/// whole download, throwing ``PinStoreError/Code/deadlineExceeded``), and never follow a
+/// redirect to plain http. Transport failures throw ``PinStoreError/Code/network``. The store
+/// keeps a backstop of its own: a fetch still running at twice the timeout (at least 5 seconds
+/// past it) is cancelled and abandoned, and the update fails with
+/// ``PinStoreError/Code/deadlineExceeded``. It returns non-2xx responses as they are; the store
 /// decides what they mean. Its messages name ``FingerprintListRequest/document``; the store
 /// reports a refused body with the code of the document it asked for
 /// (``PinStoreError/Code/invalidKeyDocument`` for the key documents).
@@ -21,7 +24,8 @@ public struct FingerprintListRequest: Sendable {
     public var url: URL
     /// Extra request headers (the challenge header in challenge mode).
     public var headers: [String: String]
-    /// Seconds before the whole request is abandoned.
+    /// Seconds before the whole request is abandoned: a total deadline, from the start of the
+    /// fetch to the last byte of the body, however the server paces what it sends.
     public var timeout: TimeInterval
     /// Bytes past which the body is not read on and the update is refused.
     public var maximumBodySize: Int
@@ -35,11 +39,25 @@ public struct FingerprintListRequest: Sendable {
     /// http by design, since fetching them over https would need a revocation check of its own).
     /// Never for a list.
     package var allowsPlainHTTP = false
+    /// Whether a redirect must stay on the scheme, host and port of ``url`` (CRLs, whose URL
+    /// whoever issued the certificate chose: `DownloadRedirectRule`).
+    package var redirectsStayOnOrigin = false
 
     /// Whether `url` may be fetched (the request's URL, or a redirect's target).
     func accepts(_ url: URL) -> Bool {
         if allowsPlainHTTP, url.scheme?.lowercased() == "http", url.host != nil { return true }
         return url.isAcceptableListURL(allowingLoopbackHTTP: allowsLoopbackHTTP)
+    }
+
+    /// The error of a download whose ``timeout`` passed.
+    func deadlineExceeded() -> PinStoreError {
+        PinStoreError(.deadlineExceeded, "The \(document) download from \(url.absoluteString) did not finish within its \(Self.seconds(timeout)) deadline (requestTimeout); it was cancelled and its connection closed. Is the server slow or sending its answer a little at a time?")
+    }
+
+    /// `timeout` for people, never trapping (a NaN or an infinite timeout has no `Int`).
+    static func seconds(_ timeout: TimeInterval) -> String {
+        guard timeout.isFinite else { return "\(timeout) s" }
+        return timeout == timeout.rounded() && abs(timeout) < 1e15 ? "\(Int64(timeout)) s" : "\(timeout) s"
     }
 
     /// Creates a request.
@@ -100,5 +118,26 @@ extension URL {
         case "http": return allowingLoopbackHTTP && hasLoopbackHost
         default: return false
         }
+    }
+}
+
+extension FingerprintListFetcher {
+    /// ``fetch(_:)``, ended by the library whatever the fetcher does: every download of a store
+    /// (the list, the key documents, CRLs) goes through this, so a fetcher that ignores the
+    /// request's ``FingerprintListRequest/timeout`` cannot hold an update or a CRL open. The
+    /// fetcher keeps the timeout itself (``URLSessionListFetcher`` does, decided off the
+    /// cooperative pool); this backstop abandons the fetch at ``backstop(for:)``, later than the
+    /// timeout, because a fetch that ended in time reaches it only once its task gets a turn on
+    /// the pool, and a crowded pool must not turn that into a deadline error.
+    func fetchWithinDeadline(_ request: FingerprintListRequest) async throws(PinStoreError) -> FingerprintListResponse {
+        try await TotalDeadline.run(seconds: Self.backstop(for: request.timeout), { () async throws(PinStoreError) -> FingerprintListResponse in
+            try await self.fetch(request)
+        }, expired: { request.deadlineExceeded() })
+    }
+
+    /// Twice `timeout`, at least 5 seconds past it.
+    static func backstop(for timeout: TimeInterval) -> TimeInterval {
+        let limit = TotalDeadline.clamped(timeout)
+        return limit + max(limit, 5)
     }
 }

@@ -8,7 +8,15 @@ import FoundationNetworking
 /// Every download runs on a fresh ephemeral session of its own, so the (unpinned) list
 /// connection is never shared with pinned API traffic, and no cookies or cache are kept. The
 /// platform's normal TLS trust evaluation applies. The body is read with a size limit and
-/// redirects are followed only to https (or loopback http when the request allows it).
+/// redirects are followed only to https (or loopback http when the request allows it; within
+/// the distribution point's origin for CRLs), five at most.
+///
+/// ``FingerprintListRequest/timeout`` is a total deadline the fetcher keeps itself
+/// (`TotalDeadline`): FoundationNetworking ignores `timeoutIntervalForResource`, and its idle
+/// timeout lets a server that sends a byte now and then hold a download open for as long as it
+/// likes. When the deadline passes the transfer is cancelled, which closes its connection, and
+/// the fetch throws ``PinStoreError/Code/deadlineExceeded``. The idle timeout is the same
+/// number of seconds, so it can only fire once the deadline has passed too, and it throws the same.
 ///
 /// The body must come as it is (`Accept-Encoding: identity`); a compressed one is refused, and
 /// its transfer ended, as soon as its headers arrive (pieces already inflated are dropped). FoundationNetworking's libcurl inflates whatever encoding a
@@ -24,7 +32,27 @@ public struct URLSessionListFetcher: FingerprintListFetcher {
         guard request.accepts(request.url) else {
             throw PinStoreError(.network, "Refusing to fetch the \(request.document) from \(request.url.absoluteString): the URL must be https.")
         }
-        var urlRequest = URLRequest(url: request.url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData, timeoutInterval: request.timeout)
+        // Decided where each side happens: the session's delegate queue for the transfer, the
+        // deadline's own queue for the time. A transfer that ended in time is never lost to the
+        // deadline while this task waits for a turn on a crowded cooperative pool.
+        let result = await TotalDeadline.race(seconds: request.timeout, start: { finish in
+            Self.start(request, finish: finish)
+        }, expired: {
+            request.deadlineExceeded()
+        }, cancelled: {
+            PinStoreError(.network, "The \(request.document) download was cancelled.")
+        })
+        return try result.get()
+    }
+
+    /// Starts one transfer on a session of its own, which reports its outcome through `finish`
+    /// (from the session's delegate queue); returns how to cancel it (which ends the transfer
+    /// and closes its connection).
+    private static func start(_ request: FingerprintListRequest,
+                              finish: @escaping @Sendable (Result<FingerprintListResponse, PinStoreError>) -> Void) -> @Sendable () -> Void {
+        // Finite and positive whatever the request says: the transport converts it to an integer.
+        let idleTimeout = max(TotalDeadline.clamped(request.timeout), 0.001)
+        var urlRequest = URLRequest(url: request.url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData, timeoutInterval: idleTimeout)
         urlRequest.httpMethod = "GET"
         for (name, value) in request.headers {
             urlRequest.setValue(value, forHTTPHeaderField: name)
@@ -32,22 +60,17 @@ public struct URLSessionListFetcher: FingerprintListFetcher {
         // Last, so no caller's header can ask for a compressed body (see the type's comment).
         urlRequest.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = request.timeout
-        configuration.timeoutIntervalForResource = request.timeout
+        configuration.timeoutIntervalForRequest = idleTimeout
+        configuration.timeoutIntervalForResource = idleTimeout
         configuration.httpCookieStorage = nil
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
-        let download = Download(request: request)
+        let download = Download(request: request, finish: finish)
         let session = URLSession(configuration: configuration, delegate: download, delegateQueue: nil)
-        defer { session.finishTasksAndInvalidate() }
-        let result: Result<FingerprintListResponse, PinStoreError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                download.start(session.dataTask(with: urlRequest), continuation: continuation)
-            }
-        } onCancel: {
-            download.cancel()
-        }
-        return try result.get()
+        download.start(session.dataTask(with: urlRequest))
+        // The transfer goes on; the session is released once it ends.
+        session.finishTasksAndInvalidate()
+        return { download.cancel() }
     }
 }
 
@@ -56,23 +79,24 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
     // @unchecked: mutable state lives in `state`, behind its lock.
     struct State {
         var task: URLSessionDataTask?
-        var continuation: CheckedContinuation<Result<FingerprintListResponse, PinStoreError>, Never>?
         var body = Data()
         var failure: PinStoreError?
+        /// Redirects followed so far.
+        var redirects = 0
     }
 
     let request: FingerprintListRequest
     let state = Locked(State())
+    /// Where the outcome goes (once; later calls are ignored by the deadline's race).
+    private let finish: @Sendable (Result<FingerprintListResponse, PinStoreError>) -> Void
 
-    init(request: FingerprintListRequest) {
+    init(request: FingerprintListRequest, finish: @escaping @Sendable (Result<FingerprintListResponse, PinStoreError>) -> Void) {
         self.request = request
+        self.finish = finish
     }
 
-    func start(_ task: URLSessionDataTask, continuation: CheckedContinuation<Result<FingerprintListResponse, PinStoreError>, Never>) {
-        state.withLock {
-            $0.task = task
-            $0.continuation = continuation
-        }
+    func start(_ task: URLSessionDataTask) {
+        state.withLock { $0.task = task }
         task.resume()
     }
 
@@ -136,39 +160,39 @@ private final class Download: NSObject, URLSessionDataDelegate, @unchecked Senda
 
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
                     newRequest: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
-        guard let target = newRequest.url, request.accepts(target) else {
+        let followed = state.withLock { $0.redirects }
+        if let refusal = DownloadRedirectRule.refusal(of: newRequest.url, for: request, followed: followed) {
             // Declining the redirect completes the task with the 3xx response; cancelling here
             // as well would make FoundationNetworking trap on Linux.
-            record(PinStoreError(.network, "The \(request.document) server redirected to \(newRequest.url?.absoluteString ?? "an unknown URL"); only https redirects are followed."))
+            record(PinStoreError(.network, refusal))
             completionHandler(nil)
             return
         }
+        state.withLock { $0.redirects += 1 }
         completionHandler(newRequest)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
-        let (continuation, result) = state.withLock { state -> (CheckedContinuation<Result<FingerprintListResponse, PinStoreError>, Never>?, Result<FingerprintListResponse, PinStoreError>) in
-            let continuation = state.continuation
-            state.continuation = nil
+        let result = state.withLock { state -> Result<FingerprintListResponse, PinStoreError> in
             if let failure = state.failure {
-                return (continuation, .failure(failure))
+                return .failure(failure)
             }
             if let error {
                 let nsError = error as NSError
-                let reason = nsError.code == NSURLErrorTimedOut
-                    ? "The \(request.document) download timed out after \(Int(request.timeout)) seconds."
-                    : "The \(request.document) could not be downloaded: \(nsError.localizedDescription)"
-                return (continuation, .failure(PinStoreError(.network, reason)))
+                // The idle timeout is the deadline's number of seconds: when it fires, the
+                // deadline has passed too.
+                guard nsError.code != NSURLErrorTimedOut else { return .failure(request.deadlineExceeded()) }
+                return .failure(PinStoreError(.network, "The \(request.document) could not be downloaded: \(nsError.localizedDescription)"))
             }
             guard let http = task.response as? HTTPURLResponse else {
-                return (continuation, .failure(PinStoreError(.network, "The \(request.document) server sent no HTTP response.")))
+                return .failure(PinStoreError(.network, "The \(request.document) server sent no HTTP response."))
             }
             var headers: [String: String] = [:]
             for (name, value) in http.allHeaderFields {
                 if let name = name as? String, let value = value as? String { headers[name] = value }
             }
-            return (continuation, .success(FingerprintListResponse(statusCode: http.statusCode, headers: headers, body: state.body)))
+            return .success(FingerprintListResponse(statusCode: http.statusCode, headers: headers, body: state.body))
         }
-        continuation?.resume(returning: result)
+        finish(result)
     }
 }

@@ -48,6 +48,11 @@ package enum PinFailureReportDeadline {
             tasks.delivery?.cancel()
             tasks.timer?.cancel()
         }
+        // Whichever finished first, the other has nothing left to do; on every exit, the
+        // deadline's error included (a `cancelAll()` after the wait was skipped when it threw,
+        // so a delivery past its limit was abandoned but never cancelled, and a collector that
+        // dripped its answer kept the sender's one connection).
+        defer { cancelAll() }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 waiter.withLock { $0 = continuation }
@@ -71,8 +76,6 @@ package enum PinFailureReportDeadline {
             finish(.failure(CancellationError()))
             cancelAll()
         }
-        // Whichever finished first, the other has nothing left to do.
-        cancelAll()
     }
 }
 
@@ -111,7 +114,7 @@ package final class URLSessionReportSender: PinFailureReportSender {
         let answer = Locked<URLResponse?>(nil)
         do {
             try await PinFailureReportDeadline.run(seconds: timeout, uri: uri) {
-                let (_, response) = try await session.upload(for: prepared, from: body)
+                let response = try await Self.upload(prepared, body: body, on: session)
                 answer.withLock { $0 = response }
             }
         } catch let error as PinFailureReportDeliveryError {
@@ -129,6 +132,41 @@ package final class URLSessionReportSender: PinFailureReportSender {
         guard let http = response as? HTTPURLResponse, (200..<300).contains(http.statusCode) else {
             let status = (response as? HTTPURLResponse)?.statusCode
             throw PinFailureReportDeliveryError(description: "the collector at \(uri.absoluteString) answered \(status.map { "HTTP \($0)" } ?? "without HTTP")")
+        }
+    }
+}
+
+extension URLSessionReportSender {
+    /// One POST on `session`. Cancelling the calling task (the deadline does) cancels the
+    /// transfer, which closes its connection: the session keeps one connection to the collector,
+    /// and a collector that dripped its answer would otherwise hold it, and every later report,
+    /// after the deadline gave up on the delivery.
+    private static func upload(_ request: URLRequest, body: Data, on session: URLSession) async throws -> URLResponse {
+        let transfer = Locked<(task: URLSessionUploadTask?, cancelled: Bool)>((nil, false))
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<URLResponse, any Error>) in
+                let task = session.uploadTask(with: request, from: body) { _, response, error in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let response {
+                        continuation.resume(returning: response)
+                    } else {
+                        continuation.resume(throwing: URLError(.badServerResponse))
+                    }
+                }
+                let cancelled = transfer.withLock { state -> Bool in
+                    state.task = task
+                    return state.cancelled
+                }
+                task.resume()
+                if cancelled { task.cancel() }
+            }
+        } onCancel: {
+            let task = transfer.withLock { state -> URLSessionUploadTask? in
+                state.cancelled = true
+                return state.task
+            }
+            task?.cancel()
         }
     }
 }

@@ -33,8 +33,12 @@ public struct CRLUnavailable: Error, Sendable, Hashable, CustomStringConvertible
         public static let unsupportedCriticalExtension = Code("unsupportedCriticalExtension")
         /// Larger than ``PinStore/Configuration/crlMaximumSize``.
         public static let tooLarge = Code("tooLarge")
-        /// The download failed (unreachable, HTTP error, timed out).
+        /// The download failed (unreachable, HTTP error, a redirect away from the distribution
+        /// point's scheme, host and port).
         public static let fetchFailed = Code("fetchFailed")
+        /// The download did not finish within ``PinStore/Configuration/requestTimeout``, however
+        /// its server paced the answer; it was cancelled and its connection closed.
+        public static let deadlineExceeded = Code("deadlineExceeded")
         /// Not fetched within ``PinStore/Configuration/crlFetchBudget`` (or not yet).
         public static let notFetchedYet = Code("notFetchedYet")
         /// The adapter sees only the leaf (AsyncHTTPClient): no issuer, so no CRL can be

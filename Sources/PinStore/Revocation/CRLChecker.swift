@@ -10,6 +10,15 @@ import Logging
 /// ``preparation(host:chain:list:)`` gives it the fetch to wait for (bounded by
 /// ``budget``), and the rule (``CRLRevocationRule``) then reads only what is cached. A CRL that
 /// is missing, late or untrustworthy answers "unavailable", never "not revoked".
+///
+/// Whoever issued a validated chain chooses its distribution points, so what they can make the
+/// client fetch is bounded here: at most ``CRLSubject/maximumDistributionPoints`` read per
+/// certificate, at most ``maximumConcurrentFetches`` downloads of the store at once
+/// (``CRLFetchLimiter``), at most ``maximumPendingFetches`` distribution points being fetched or
+/// waiting for a turn, each download within ``timeout`` however its server paces the answer
+/// (``FingerprintListFetcher/fetchWithinDeadline(_:)``) and redirected only within its origin
+/// (``DownloadRedirectRule``); and a handshake waits for them at most ``budget``, on a timer
+/// outside the cooperative pool (``TotalDeadline``).
 final class CRLChecker: Sendable {
     /// The mode of hosts the signed list does not name.
     let defaultMode: CRLCheckMode
@@ -26,8 +35,11 @@ final class CRLChecker: Sendable {
 
     /// What is known per distribution point URL.
     private let entries = Locked<[String: Entry]>([:])
-    /// The download under way per URL, shared by every handshake that needs it.
+    /// The download under way (or waiting for its turn) per URL, shared by every handshake
+    /// that needs it.
     private let inFlight = Locked<[String: Task<Void, Never>]>([:])
+    /// The turns of this store's downloads.
+    let limiter = CRLFetchLimiter(limit: CRLChecker.maximumConcurrentFetches)
 
     /// A failed fetch is not tried again for this long (seconds): a CRL server that is down
     /// would otherwise make every handshake wait the whole budget.
@@ -37,6 +49,15 @@ final class CRLChecker: Sendable {
     static let refreshMargin: Int64 = 3_600
     /// At most this many distribution points are remembered.
     static let entryLimit = 1_024
+    /// CRL downloads of one store at once. A store needs the CRLs of a handful of CAs, each
+    /// kept until its `nextUpdate` (days), so four at once is never the bottleneck of an honest
+    /// deployment; a hostile chain's distribution points get four connections, not a thousand.
+    static let maximumConcurrentFetches = 4
+    /// Distribution points of one store being fetched or waiting for a turn. One handshake with
+    /// a chain of ten certificates, each at the per-certificate cap, fits; past this a point is
+    /// not fetched for that handshake (its CRL answers "not fetched yet", and a later handshake
+    /// asks again), so what waits cannot grow with the handshakes a hostile peer makes.
+    static let maximumPendingFetches = 64
 
     struct Entry: Sendable {
         /// The verified CRL, when one was had.
@@ -239,9 +260,21 @@ final class CRLChecker: Sendable {
         }
         guard !needed.isEmpty else { return nil }
         return { [self, needed] in
-            let tasks = needed.map { fetchTask(url: $0.url, issuer: $0.issuer, issuerKey: $0.issuerKey) }
-            await waitAtMost(budget) { for task in tasks { await task.value } }
+            let tasks = needed.compactMap { fetchTask(url: $0.url, issuer: $0.issuer, issuerKey: $0.issuerKey) }
+            if tasks.count < needed.count {
+                logger.debug("CRL fetches deferred: the store's queue is full", metadata: [
+                    "pinstore.crl.deferred": "\(needed.count - tasks.count)", "pinstore.crl.pendingLimit": "\(Self.maximumPendingFetches)",
+                ])
+            }
+            guard !tasks.isEmpty else { return }
+            // The downloads go on past the budget, so the next handshake finds their CRLs.
+            _ = await TotalDeadline.wait(atMost: budget) { for task in tasks { await task.value } }
         }
+    }
+
+    /// The distribution points being fetched or waiting for a turn now.
+    var pendingFetchCount: Int {
+        inFlight.withLock { $0.count }
     }
 
     /// Whether `url` has no current CRL and no recent failed attempt.
@@ -251,40 +284,19 @@ final class CRLChecker: Sendable {
         return now - entry.attemptedAt >= Self.retryInterval || now < entry.attemptedAt
     }
 
-    /// The download of `url` under way, or a new one (the storage folder first, then the network).
-    private func fetchTask(url: URL, issuer: Data, issuerKey: Digest32) -> Task<Void, Never> {
+    /// The download of `url` under way, or a new one (the storage folder first, then the
+    /// network); nil when ``maximumPendingFetches`` are under way or waiting already.
+    private func fetchTask(url: URL, issuer: Data, issuerKey: Digest32) -> Task<Void, Never>? {
         let key = url.absoluteString
         return inFlight.withLock { tasks in
             if let running = tasks[key] { return running }
+            guard tasks.count < Self.maximumPendingFetches else { return nil }
             let task = Task { [self] in
                 await load(url: url, issuer: issuer, issuerKey: issuerKey)
                 _ = inFlight.withLock { $0.removeValue(forKey: key) }
             }
             tasks[key] = task
             return task
-        }
-    }
-
-    /// Runs `work` for at most `seconds`; the work goes on in the background past it.
-    private func waitAtMost(_ seconds: TimeInterval, _ work: @escaping @Sendable () async -> Void) async {
-        let resumed = Locked(false)
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumeOnce: @Sendable () -> Void = {
-                let first = resumed.withLock { done in
-                    defer { done = true }
-                    return !done
-                }
-                if first { continuation.resume() }
-            }
-            let timer = Task {
-                try? await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1_000_000_000))
-                resumeOnce()
-            }
-            Task {
-                await work()
-                timer.cancel()
-                resumeOnce()
-            }
         }
     }
 
@@ -299,12 +311,23 @@ final class CRLChecker: Sendable {
             store(key, Entry(crl: crl, failure: nil, attemptedAt: now, issuer: issuer, issuerKey: issuerKey))
             return
         }
-        metrics.fetches.increment()
         var request = FingerprintListRequest(url: url, timeout: timeout, maximumBodySize: maximumSize, document: "CRL")
         request.allowsPlainHTTP = true
+        request.redirectsStayOnOrigin = true
+        let fetcher = self.fetcher, metrics = self.metrics
+        let fetched = await limiter.withTurn { () async -> Result<FingerprintListResponse, PinStoreError> in
+            metrics.fetches.increment()
+            do throws(PinStoreError) {
+                return .success(try await fetcher.fetchWithinDeadline(request))
+            } catch {
+                return .failure(error)
+            }
+        }
+        // Cancelled while waiting for a turn (PinStore.run() ending): nothing was attempted.
+        guard let fetched else { return }
         let outcome: Result<CertificateRevocationList, CRLUnavailable>
-        do {
-            let response = try await fetcher.fetch(request)
+        do throws(PinStoreError) {
+            let response = try fetched.get()
             let done = Int64(clock.now().timeIntervalSince1970.rounded(.down))
             if response.statusCode != 200 {
                 outcome = .failure(CRLUnavailable(.fetchFailed, url: key, "the server answered HTTP \(response.statusCode)"))
@@ -315,8 +338,13 @@ final class CRLChecker: Sendable {
                 }
             }
         } catch {
-            let tooLarge = error.code == .invalidListData && error.reason.contains("limit")
-            outcome = .failure(CRLUnavailable(tooLarge ? .tooLarge : .fetchFailed, url: key, error.reason))
+            let code: CRLUnavailable.Code
+            switch error.code {
+            case .deadlineExceeded: code = .deadlineExceeded
+            case .invalidListData where error.reason.contains("limit"): code = .tooLarge
+            default: code = .fetchFailed
+            }
+            outcome = .failure(CRLUnavailable(code, url: key, error.reason))
         }
         let done = Int64(clock.now().timeIntervalSince1970.rounded(.down))
         switch outcome {

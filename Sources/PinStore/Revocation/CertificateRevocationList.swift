@@ -238,6 +238,12 @@ struct CRLSubject: Sendable {
     private static let cache = Locked<[Digest32: CRLSubject]>([:])
     private static let cacheLimit = 4_096
 
+    /// Distribution points read per certificate, in the certificate's order, duplicates
+    /// dropped. Public CAs name one or two (a second host as a mirror); any of them serves the
+    /// issuer's whole CRL, so the rest add nothing but requests. Whoever issued the certificate
+    /// chooses them, and a leaf naming a thousand made a thousand fetches at once.
+    static let maximumDistributionPoints = 4
+
     /// Forgets every certificate read (the benchmark of a new chain).
     static func forgetAll() {
         cache.withLock { $0.removeAll() }
@@ -264,9 +270,10 @@ struct CRLSubject: Sendable {
         return CRLSubject(urls: distributionPoints(handle), serial: serial, isAuthority: X509_check_ca(handle.pointer) != 0)
     }
 
-    /// The `http:` full names of the certificate's CRL distribution points. Points that name a
-    /// CRL issuer (indirect CRLs) or limit the reasons are left out: they cannot stand for
-    /// the whole CRL of the certificate's issuer.
+    /// The `http:` full names of the certificate's CRL distribution points, the first
+    /// ``maximumDistributionPoints`` distinct ones. Points that name a CRL issuer (indirect
+    /// CRLs) or limit the reasons are left out: they cannot stand for the whole CRL of the
+    /// certificate's issuer.
     private static func distributionPoints(_ handle: X509Handle) -> [URL] {
         guard let raw = X509_get_ext_d2i(handle.pointer, NID_crl_distribution_points, nil, nil) else {
             OpenSSLErrorQueue.clear()
@@ -275,13 +282,15 @@ struct CRLSubject: Sendable {
         let points = OpaquePointer(raw)
         defer { CRL_DIST_POINTS_free(points) }
         var urls: [URL] = []
-        for index in 0..<max(0, CPinStoreShims_sk_DIST_POINT_num(points)) {
+        var seen: Set<String> = []
+        for index in 0..<max(0, CPinStoreShims_sk_DIST_POINT_num(points)) where urls.count < maximumDistributionPoints {
             guard let point = CPinStoreShims_sk_DIST_POINT_value(points, index), point.pointee.CRLissuer == nil,
                   point.pointee.reasons == nil, let name = point.pointee.distpoint, name.pointee.type == 0,
                   let names = name.pointee.name.fullname else { continue }
-            for text in CertificateRevocationList.uniformResourceIdentifiers(names) {
+            for text in CertificateRevocationList.uniformResourceIdentifiers(names) where urls.count < maximumDistributionPoints {
                 // http only: a CRL is signed, and https would need a CRL check of its own.
-                guard let url = URL(string: text), url.scheme?.lowercased() == "http", url.host != nil else { continue }
+                guard let url = URL(string: text), url.scheme?.lowercased() == "http", url.host != nil,
+                      seen.insert(url.absoluteString).inserted else { continue }
                 urls.append(url)
             }
         }

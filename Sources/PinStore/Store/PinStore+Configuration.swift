@@ -55,7 +55,13 @@ extension PinStore {
         public var expirationUpdateThreshold: TimeInterval
         /// Where the store file lives; nil for the per-user application-support folder.
         public var storageDirectory: URL?
-        /// Seconds before a list download is abandoned. Default 20.
+        /// The total deadline, in seconds, of every download the store makes: the list, the key
+        /// documents and CRLs. The library keeps it itself, from the request to the last byte,
+        /// however the server paces its answer (FoundationNetworking's own resource timeout is
+        /// not enforced on Linux): a download still running then is cancelled, its connection
+        /// closed, and it fails with ``PinStoreError/Code/deadlineExceeded`` (a CRL with
+        /// ``CRLUnavailable/Code/deadlineExceeded``). A CRL download may outlive a handshake's
+        /// ``crlFetchBudget`` in the background up to this. Default 20; positive and finite.
         public var requestTimeout: TimeInterval
         /// Bytes past which a list body is refused without reading on. Default 1 MiB.
         public var maximumListSize: Int
@@ -254,6 +260,9 @@ extension PinStore {
             }
             guard periodicUpdateInterval > 0, expirationUpdateThreshold >= 0, requestTimeout > 0, maximumListSize > 0 else {
                 throw PinStoreError(.invalidConfiguration, "periodicUpdateInterval, requestTimeout and maximumListSize must be positive, expirationUpdateThreshold not negative.")
+            }
+            guard requestTimeout.isFinite else {
+                throw PinStoreError(.invalidConfiguration, "requestTimeout must be finite: it is the total deadline of every download (the list, the key documents, CRLs); \(requestTimeout) would let a slow server hold one open forever.")
             }
             guard crlFetchBudget.isFinite, (0.1...30).contains(crlFetchBudget), crlMaximumSize > 0 else {
                 throw PinStoreError(.invalidConfiguration, "crlFetchBudget must be 0.1 to 30 seconds (a handshake waits that long at most), crlMaximumSize positive.")

@@ -583,7 +583,7 @@ extension PinStoreError {
         switch code {
         case .invalidListSignature, .keyDocumentThresholdNotMet: .invalidSignature
         case .noValidEntries: .storeIsEmpty
-        case .network: .networkError
+        case .network, .deadlineExceeded: .networkError
         default: .invalidData
         }
     }

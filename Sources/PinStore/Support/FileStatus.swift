@@ -13,7 +13,7 @@ import Musl
 #endif
 
 /// What `stat(2)` says about a path or an open file, in the same words on every platform.
-struct FileStatus: Sendable, Equatable {
+package struct FileStatus: Sendable, Equatable {
     /// The device the file lives on.
     var device: Int64
     /// The inode number.

@@ -11,9 +11,9 @@ import Musl
 /// more than that is asked for to notice a file that grows, and anything that is not a regular
 /// file (a folder, a FIFO that would block the read, a device) is refused before a byte is read.
 /// Foundation's `Data(contentsOf:)` does none of that, hence this.
-enum RegularFileReader {
+package enum RegularFileReader {
     /// Why a file was not read; the caller words it for its own file.
-    enum Failure: Error, Equatable, CustomStringConvertible {
+    package enum Failure: Error, Equatable, CustomStringConvertible {
         /// Nothing at the path.
         case missing
         /// The path is a symbolic link and links were not to be followed.
@@ -32,7 +32,7 @@ enum RegularFileReader {
         case refused(String)
 
         /// In words, for the caller's message.
-        var description: String {
+        package var description: String {
             switch self {
             case .missing: "there is no such file"
             case .symbolicLink: "it is a symbolic link, which is not followed here"
@@ -54,8 +54,8 @@ enum RegularFileReader {
     ///   - check: the caller's look at the opened file, before its size is judged and anything
     ///     is read (the store refuses a file another user owns); a non-nil answer is thrown as
     ///     ``Failure/refused(_:)``.
-    static func contents(ofFileAt path: String, followingSymlinks: Bool, maximumSize: Int,
-                         check: (FileStatus) -> String? = { _ in nil }) throws(Failure) -> (Data, FileStatus) {
+    package static func contents(ofFileAt path: String, followingSymlinks: Bool, maximumSize: Int,
+                                 check: (FileStatus) -> String? = { _ in nil }) throws(Failure) -> (Data, FileStatus) {
         // Looked at before it is opened: opening a device can have effects of its own (a tape
         // rewinds, a serial line drops), whoever pointed the path at it. What is opened is then
         // checked to be the file looked at.

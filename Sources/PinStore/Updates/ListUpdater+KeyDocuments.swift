@@ -37,9 +37,10 @@ extension ListUpdater {
     ///
     /// - Throws: what ``KeyChain/follow(from:documents:maximumSteps:)`` and
     ///   ``KeyChain/checkNotExpired(_:at:)`` throw, ``PinStoreError/Code/invalidKeyDocument``
-    ///   when the download is too large or encoded, and ``PinStoreError/Code/network`` when the
-    ///   documents cannot be downloaded. The list in force changes only when a new key set did
-    ///   not sign it.
+    ///   when the download is too large or encoded, ``PinStoreError/Code/network`` when the
+    ///   documents cannot be downloaded, and ``PinStoreError/Code/deadlineExceeded`` when the
+    ///   download outlives ``PinStore/Configuration/requestTimeout``. The list in force changes
+    ///   only when a new key set did not sign it.
     func refreshKeys(at now: Date) async throws(PinStoreError) {
         guard let url = configuration.keyDocumentURL else { return }
         let request = FingerprintListRequest(url: url, timeout: configuration.requestTimeout,
@@ -47,7 +48,7 @@ extension ListUpdater {
                                              document: "key documents")
         let response: FingerprintListResponse
         do {
-            response = try await fetcher.fetch(request)
+            response = try await fetcher.fetchWithinDeadline(request)
         } catch where error.code == .invalidListData {
             // A fetcher refuses a body (too large, compressed) with the list's code, since it
             // serves both downloads; for the key documents the documented code is this one.

@@ -375,7 +375,7 @@ final class ListUpdater: Sendable {
                                              timeout: configuration.requestTimeout,
                                              maximumBodySize: configuration.maximumListSize,
                                              allowsLoopbackHTTP: configuration.serviceURL.isLoopbackHTTP)
-        let response = try await fetcher.fetch(request)
+        let response = try await fetcher.fetchWithinDeadline(request)
         if response.statusCode == 304 {
             guard conditional else {
                 throw PinStoreError(.network, "The list server answered 304 Not Modified to a request that was not conditional.")

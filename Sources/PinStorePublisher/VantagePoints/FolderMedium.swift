@@ -52,39 +52,14 @@ package struct FolderMedium: PublicationMedium {
 
     package func read(_ name: String, maximumSize: Int) throws(PublisherError) -> Data? {
         guard Self.isPlainName(name) else { return nil }
-        let path = url.appendingPathComponent(name).path
-        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            let code = errno
-            if code == ENOENT { return nil }
-            throw PublisherError(.proposal, "\(name) cannot be opened (\(String(cString: strerror(code)))); a link or an unreadable file is ignored.")
+        do {
+            return try RegularFileReader.contents(ofFileAt: url.appendingPathComponent(name).path, followingSymlinks: false,
+                                                  maximumSize: maximumSize).0
+        } catch .missing {
+            return nil
+        } catch {
+            throw PublisherError(.proposal, "\(name) is not read: \(error); ignoring it.")
         }
-        defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
-            throw PublisherError(.proposal, "\(name) is not a regular file; ignoring it.")
-        }
-        guard status.st_size >= 0, Int64(status.st_size) <= Int64(maximumSize) else {
-            throw PublisherError(.proposal, "\(name) is \(status.st_size) bytes, more than the \(maximumSize) it may have; ignoring it.")
-        }
-        // Read to the bound plus one byte: a file that grows after fstat is refused, not read on.
-        var data = Data(count: Int(status.st_size) + 1)
-        var total = 0
-        while total < data.count {
-            let count = data.withUnsafeMutableBytes { buffer in
-                Glue.read(descriptor, buffer.baseAddress! + total, buffer.count - total)
-            }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw PublisherError(.proposal, "\(name) could not be read: \(String(cString: strerror(errno))).")
-            }
-            if count == 0 { break }
-            total += count
-        }
-        guard total <= maximumSize, total <= Int(status.st_size) else {
-            throw PublisherError(.proposal, "\(name) grew past its size while being read; ignoring it.")
-        }
-        return data.prefix(total)
     }
 
     package func createExclusively(_ name: String, contents: Data) throws(PublisherError) -> Bool {
@@ -121,18 +96,5 @@ package struct FolderMedium: PublicationMedium {
     static func isPlainName(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 200 && !name.hasPrefix(".")
             && name.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x41 && $0 <= 0x5A) || $0 == 0x2D || $0 == 0x5F || $0 == 0x2E }
-    }
-}
-
-/// `read(2)` under a name that does not clash with the medium's own `read`.
-private enum Glue {
-    static func read(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
-        #if canImport(Glibc)
-        return Glibc.read(descriptor, buffer, count)
-        #elseif canImport(Musl)
-        return Musl.read(descriptor, buffer, count)
-        #else
-        return Darwin.read(descriptor, buffer, count)
-        #endif
     }
 }
