@@ -71,9 +71,11 @@ final class ListServerHandler: ChannelInboundHandler {
         if !keepAlive {
             headers.replaceOrAdd(name: "Connection", value: "close")
         }
-        let head = HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
+        let status = HTTPResponseStatus(statusCode: response.status)
+        let head = HTTPResponseHead(version: request.version, status: status, headers: headers)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
-        if request.method != .HEAD, !response.body.isEmpty {
+        // 1xx, 204 and 304 have no content (RFC 9110 6.4.1); NIO drops their Content-Length.
+        if request.method != .HEAD, status.mayHaveResponseBody, !response.body.isEmpty {
             var buffer = context.channel.allocator.buffer(capacity: response.body.count)
             buffer.writeBytes(response.body)
             context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
