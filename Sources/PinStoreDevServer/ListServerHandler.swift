@@ -97,14 +97,16 @@ final class ListServerHandler: ChannelInboundHandler {
         if !keepAlive {
             headers.replaceOrAdd(name: "Connection", value: "close")
         }
-        let head = HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
+        let status = HTTPResponseStatus(statusCode: response.status)
+        let head = HTTPResponseHead(version: request.version, status: status, headers: headers)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
-        if let interval = response.dripInterval, request.method != .HEAD, !response.body.isEmpty {
+        // 1xx, 204 and 304 have no content (RFC 9110 6.4.1); NIO drops their Content-Length.
+        if let interval = response.dripInterval, request.method != .HEAD, status.mayHaveResponseBody, !response.body.isEmpty {
             context.flush()
             drip(response.body, from: response.body.startIndex, every: interval, keepAlive: keepAlive, context: context)
             return
         }
-        if request.method != .HEAD, !response.body.isEmpty {
+        if request.method != .HEAD, status.mayHaveResponseBody, !response.body.isEmpty {
             var buffer = context.channel.allocator.buffer(capacity: response.body.count)
             buffer.writeBytes(response.body)
             context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)

@@ -27,4 +27,11 @@ package struct ListServerRequest: Sendable {
         let wanted = name.lowercased()
         return headers.first { $0.0.lowercased() == wanted }?.1
     }
+
+    /// Every value of the header `name`, one per field line in the order received (a list
+    /// header such as `If-None-Match` may come on several lines).
+    package func headerValues(_ name: String) -> [String] {
+        let wanted = name.lowercased()
+        return headers.filter { $0.0.lowercased() == wanted }.map(\.1)
+    }
 }

@@ -16,6 +16,11 @@ import PinStoreDevServer
 ///
 /// It answers every path alike; ``listURL`` names `/list.json`. Each server owns one thread
 /// until ``shutdown()``.
+///
+/// Like `pinstore serve`, a static list goes out with `ETag` (the SHA-256 of its bytes),
+/// `Last-Modified` and `Cache-Control: public, max-age=60, must-revalidate`, and a `GET` whose
+/// `If-None-Match` or `If-Modified-Since` names the bytes served gets `304 Not Modified`;
+/// challenge-mode responses carry `Cache-Control: no-store` and are never `304`.
 public final class TestListServer: Sendable {
     /// The mode the server answers in.
     public let mode: TestListMode
@@ -26,12 +31,16 @@ public final class TestListServer: Sendable {
 
     private let server: ListServer
     private let responder: Locked<ListServerResponder>
+    /// Shared by every static list published, so the same bytes keep their `Last-Modified`.
+    private let tracker: RepresentationTracker
 
-    private init(mode: TestListMode, signingKey: TestListSigningKey, server: ListServer, responder: Locked<ListServerResponder>) {
+    private init(mode: TestListMode, signingKey: TestListSigningKey, server: ListServer, responder: Locked<ListServerResponder>,
+                 tracker: RepresentationTracker) {
         self.mode = mode
         self.signingKey = signingKey
         self.server = server
         self.responder = responder
+        self.tracker = tracker
         self.listURL = server.baseURL.appendingPathComponent("list.json")
     }
 
@@ -41,11 +50,12 @@ public final class TestListServer: Sendable {
     ///   an error from the server when it cannot listen.
     public static func start(serving list: TestPinList, signedWith signingKey: TestListSigningKey,
                              mode: TestListMode = .staticList) async throws -> TestListServer {
-        let responder = Locked(try Self.responder(for: list, signingKey: signingKey, mode: mode))
+        let tracker = RepresentationTracker()
+        let responder = Locked(try Self.responder(for: list, signingKey: signingKey, mode: mode, tracker: tracker))
         let server = try await ListServer.start(port: 0) { request in
             responder.withLock { $0 }(request)
         }
-        return TestListServer(mode: mode, signingKey: signingKey, server: server, responder: responder)
+        return TestListServer(mode: mode, signingKey: signingKey, server: server, responder: responder, tracker: tracker)
     }
 
     /// Runs `body` with a started server and shuts the server down afterwards, also when
@@ -68,7 +78,7 @@ public final class TestListServer: Sendable {
     /// Serves `list` from now on, signed with a timestamp later than the previous list's (unless
     /// the list names its own). A store sees it on its next download (`update(mode: .forced)`).
     public func publish(_ list: TestPinList) throws(PinStoreError) {
-        let next = try Self.responder(for: list, signingKey: signingKey, mode: mode)
+        let next = try Self.responder(for: list, signingKey: signingKey, mode: mode, tracker: tracker)
         responder.withLock { $0 = next }
     }
 
@@ -83,7 +93,7 @@ public final class TestListServer: Sendable {
     /// #expect(await store.update(mode: .forced) != .ok)
     /// ```
     public func publish(body: Data) {
-        let next = ListResponders.staticList(body)
+        let next = ListResponders.staticList(body, tracker: tracker)
         responder.withLock { $0 = next }
     }
 
@@ -96,12 +106,13 @@ public final class TestListServer: Sendable {
         try await server.shutdown()
     }
 
-    private static func responder(for list: TestPinList, signingKey: TestListSigningKey, mode: TestListMode) throws(PinStoreError) -> ListServerResponder {
+    private static func responder(for list: TestPinList, signingKey: TestListSigningKey, mode: TestListMode,
+                                  tracker: RepresentationTracker) throws(PinStoreError) -> ListServerResponder {
         var stamped = list
         stamped.timestamp = list.timestamp ?? TestListSigningKey.nextTimestamp()
         switch mode {
         case .staticList:
-            return ListResponders.staticList(try signingKey.signedStaticList(stamped))
+            return ListResponders.staticList(try signingKey.signedStaticList(stamped), tracker: tracker)
         case .challenge:
             // The body is fixed per list (its timestamp too); only the response signature is per request.
             let body = try signingKey.challengeResponse(stamped, challenge: "").body

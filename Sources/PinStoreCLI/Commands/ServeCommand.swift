@@ -30,6 +30,13 @@ struct ServeCommand: AsyncParsableCommand {
             list whose version is lower than the one served, or missing after one was served) is \
             reported and the previous one kept.
 
+            A static list and the key documents are sent with ETag (the SHA-256 of the bytes), \
+            Last-Modified (when the server first served these bytes; a reload with the same \
+            bytes keeps both) and Cache-Control: public, max-age=60, must-revalidate, the value \
+            a CDN in front of the list should keep; a GET with a matching If-None-Match, or \
+            without one and with an If-Modified-Since not before Last-Modified, gets 304 Not \
+            Modified. Challenge-mode responses are never 304 and carry Cache-Control: no-store.
+
             Listens on 127.0.0.1 only; --port 0 picks a free port. Prints the URL, logs each \
             request, and runs until interrupted (Ctrl-C) or terminated.
 
@@ -121,7 +128,9 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     /// One version of the list file, ready to serve; throws when apps would refuse it.
-    private func makeResponder(for fileBody: Data, signingKeys: [P256PrivateKey], listKeys: [P256PublicKey]) throws -> ServedList {
+    /// `tracker` is shared by every version, so one with the same bytes keeps its validators.
+    private func makeResponder(for fileBody: Data, signingKeys: [P256PrivateKey], listKeys: [P256PublicKey],
+                               tracker: RepresentationTracker) throws -> ServedList {
         // validate() guarantees one key at least.
         guard let signingKey = signingKeys.first else { throw CLIError("Give at least one --key.") }
         let parsed: ListReadBack.List
@@ -152,8 +161,8 @@ struct ServeCommand: AsyncParsableCommand {
             let keys = publicKey.isEmpty ? "the public key of \(key[0])" : "\(threshold) of the \(listKeys.count) --public-key keys"
             throw CLIError("\(list) does not verify with \(keys); apps would refuse it (sign it with these keys, or use --challenge-mode)", error)
         }
-        return ServedList(responder: ListResponders.staticList(fileBody), description: "static mode", entryCount: parsed.entries.count,
-                          version: verified.version)
+        return ServedList(responder: ListResponders.staticList(fileBody, tracker: tracker), description: "static mode",
+                          entryCount: parsed.entries.count, version: verified.version)
     }
 
     /// The paths the list answers at: `/`, `/list.json` and `/<the list file's name>`.
@@ -167,7 +176,10 @@ struct ServeCommand: AsyncParsableCommand {
         // The key set apps verify a static list with: --public-key, else --key's public key.
         let listKeys = try publicKey.isEmpty ? signingKeys.prefix(1).map { try $0.publicKey } : publicKey.map(InputFiles.publicKey)
         let fileBody = try InputFiles.data(list, what: "list file")
-        let first = try makeResponder(for: fileBody, signingKeys: signingKeys, listKeys: listKeys)
+        // One tracker for every version of the list file: a reload that brings the same bytes
+        // (a touch, a rewrite) keeps ETag and Last-Modified, so caches keep getting 304.
+        let listTracker = RepresentationTracker()
+        let first = try makeResponder(for: fileBody, signingKeys: signingKeys, listKeys: listKeys, tracker: listTracker)
         let (description, entryCount) = (first.description, first.entryCount)
         // The list file is read again whenever it changes (size, modification time or inode):
         // a re-signed list is published without a restart. A new version apps would refuse is
@@ -175,7 +187,7 @@ struct ServeCommand: AsyncParsableCommand {
         let listFile = list
         let current = Locked((stamp: FileStamp(path: listFile), list: first))
         let rebuild: @Sendable (Data) throws -> ServedList = { [self] body in
-            try self.makeResponder(for: body, signingKeys: signingKeys, listKeys: listKeys)
+            try self.makeResponder(for: body, signingKeys: signingKeys, listKeys: listKeys, tracker: listTracker)
         }
         let responder: ListServerResponder = { request in
             let stamp = FileStamp(path: listFile)
