@@ -73,3 +73,24 @@ import Testing
         }
     }
 }
+
+/// The store and the test kit's list server together: an unchanged list costs a 304.
+@Suite struct ConditionalListDownloadTests {
+    @Test func aStoreAskingTheTestListServerAgainGetsA304AndKeepsItsList() async throws {
+        let pki = try TestPKI(hosts: ["localhost"])
+        let key = try TestListSigningKey()
+        let lists = try await TestListServer.start(serving: TestPinList(pinning: [pki.leaf.certificate]), signedWith: key)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-conditional-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try PinStore(configuration: PinStore.Configuration(serviceURL: lists.listURL, publicKey: key.publicKeyBase64,
+                                                                      storageDirectory: folder, requestTimeout: 30))
+        #expect(await store.updateWithReport(mode: .forced).activity == .downloaded)
+        let again = await store.updateWithReport(mode: .forced)
+        #expect(again.result == .ok)
+        #expect(again.activity == .notModified)
+        // A new list is downloaded whole again.
+        try lists.publish(TestPinList(pinning: [pki.leaf.certificate, try pki.issueLeaf(for: ["localhost"]).certificate]))
+        #expect(await store.updateWithReport(mode: .forced).activity == .downloaded)
+        try await lists.shutdown()
+    }
+}
