@@ -9,8 +9,8 @@ import Foundation
 /// ``quickRetries`` times, instead of waiting the whole interval: the new list is usually a
 /// minute away, and the quick looks cover about two minutes. (Their count and spread come from
 /// `FleetSimulationTests`: five looks 10 to 30 seconds apart bring a fleet of 10,000 the list
-/// published a minute after a cutover within two minutes, at about a twentieth of the fleet per
-/// second at most after the cutover's first second.) A download that brings a new list restores the quick retries; a failed one
+/// published a minute after a cutover within 89 seconds, at under a tenth of the fleet per
+/// second after the cutover's first second.) A download that brings a new list restores the quick retries; a failed one
 /// waits the whole interval.
 ///
 /// A plain value with no clock and no task: ``ListUpdater`` keeps it behind its lock and
