@@ -206,7 +206,7 @@ import PinStoreTesting
         #expect(await reviewer.review(try await reviewer.proposal([entry]))?.contains("expires later") == true)
     }
 
-    @Test func aProposalThatDropsAPinStillPresentedIsNotSigned() async throws {
+    @Test func aProposalThatLeavesOutAPinOfThisVantagePointsPlanIsNotSigned() async throws {
         let pki = try Self.pki.get()
         let reviewer = try await Reviewer(sees: [pki.leaf], pki: pki)
         defer { reviewer.cleanUp() }
@@ -226,6 +226,6 @@ import PinStoreTesting
         let plan = await reviewer.publisher.plan(at: now)
         let empty = try await reviewer.proposal([], version: 2)
         let problem = ProposalReview.problem(with: empty, view: await reviewer.publisher.reviewView(plan: plan, version: 2, now: now))
-        #expect(problem?.contains("still sees presented") == true)
+        #expect(problem?.contains("leaves out pin") == true)
     }
 }

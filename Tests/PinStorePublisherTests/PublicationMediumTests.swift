@@ -123,22 +123,38 @@ import Darwin
         #expect(read.objects.count == SharedProposals.maximumObjectsPerVersion)
     }
 
-    @Test func oneLookReadsNoMoreThanItsByteBudgetAndHoldsOneObjectAtATime() throws {
+    @Test func largeJunkObjectsThatSortFirstDoNotHideAnHonestOne() throws {
         let medium = InMemoryMedium()
         let shared = SharedProposals(medium: medium)
-        // 40 lists of 2 MiB that hash to their names: 80 MiB, more than one look may read.
+        // 40 objects of the largest size a list may have, hashing to their names (anyone can
+        // make those): 80 MiB, which a byte budget per look would let hide an honest object.
         for index in 0..<40 {
-            var bytes = Data(repeating: 0x20, count: SharedProposals.Kind.list.maximumSize - 8)
-            bytes.append(contentsOf: withUnsafeBytes(of: UInt64(index)) { Array($0) })
-            try shared.finish(1, list: bytes)
+            try shared.finish(1, list: Data(repeating: UInt8(index), count: SharedProposals.Kind.list.maximumSize))
         }
-        var read = 0
-        let look = shared.visit(.list, version: 1) { _, bytes in
-            read += bytes.count
+        let honest = try shared.finish(1, list: Data("honest".utf8))
+        var seen: [String] = []
+        shared.visit(.list, version: 1) { name, _ in
+            seen.append(name)
             return true
         }
-        #expect(look.truncated)
-        #expect(read <= SharedProposals.maximumBytesPerLook)
-        #expect(read >= SharedProposals.maximumBytesPerLook - SharedProposals.Kind.list.maximumSize)
+        #expect(seen.contains(honest))
+    }
+
+    @Test func aNameTakenByOtherBytesIsAnErrorNotAnAssumption() throws {
+        let medium = InMemoryMedium()
+        let shared = SharedProposals(medium: medium)
+        let bytes = Data("ours".utf8)
+        #expect(medium.createExclusively(SharedProposals.name(.list, version: 1, bytes: bytes), contents: Data()))
+        #expect(throws: PublisherError(.proposal, "")) { try shared.finish(1, list: bytes) }
+        // The same bytes already there are no error (a retry).
+        let again = Data("again".utf8)
+        try shared.finish(1, list: again)
+        #expect(try shared.finish(1, list: again) == SharedProposals.name(.list, version: 1, bytes: again))
+    }
+
+    @Test func twoProposalsOfTheSameBodyHaveDifferentNames() {
+        let first = Proposal(version: 1, proposer: "a", body: Data("body".utf8), approvals: [])
+        let second = Proposal(version: 1, proposer: "a", body: Data("body".utf8), approvals: [])
+        #expect(first.nonce != second.nonce)
     }
 }

@@ -127,13 +127,28 @@ import PinStore
     }
 
     @Test func aSinglePublisherAlwaysWaitsForKSightingsOverT() throws {
-        let file = try PublicationFile(json: Data(#"{"partners": [], "signingKeys": [{"file": "k.pem"}], "outputFolder": "o", "stateFolder": "s"}"#.utf8),
-                                       baseDirectory: URL(fileURLWithPath: "/tmp"))
+        let json = #"{"partners": [], "signingKeys": [{"file": "k.pem"}], "outputFolder": "o", "stateFolder": "s", "vantagePoint": {"name": "a"}}"#
+        let file = try PublicationFile(json: Data(json.utf8), baseDirectory: URL(fileURLWithPath: "/tmp"))
         #expect(PublicationRules.Settings(file, threshold: 1).agreementWindow == nil)
         #expect(PublicationRules.Settings(file, threshold: 2).agreementWindow != nil)
         var off = file
         off.publishOnAgreement = false
         #expect(PublicationRules.Settings(off, threshold: 2).agreementWindow == nil)
+        // One publisher holding the threshold's keys itself, or with no vantagePoint, is one view.
+        #expect(PublicationRules.Settings(file, threshold: 2, signers: 2).agreementWindow == nil)
+        var alone = file
+        alone.vantagePoint = nil
+        #expect(PublicationRules.Settings(alone, threshold: 2).agreementWindow == nil)
+    }
+
+    @Test func aPinPublishedOnAgreementIsWithdrawnAtOnceWhenNoLongerPresented() {
+        var state = PublisherState()
+        state.partners["api"] = PublisherState.PartnerRecord()
+        state.publishedPins = [.init(partnerID: "api", name: "api.example", kind: .leafCertificate, value: "SEEN-ONCE",
+                                     expires: Int64(Self.now.timeIntervalSince1970) + 1_000_000, source: "agreement", notServedSince: nil)]
+        let plan = PublicationRules.plan(state: state, partners: [PublicationRulesTests.partner], settings: Self.agreeing, approvals: [:], now: Self.now)
+        #expect(plan.pins.isEmpty)
+        #expect(plan.withdrawn.map(\.value) == ["SEEN-ONCE"])
     }
 }
 

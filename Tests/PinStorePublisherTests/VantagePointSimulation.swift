@@ -71,10 +71,12 @@ final class VantagePointSimulation {
 
     enum Move: CaseIterable {
         case proposeImpostor, forgedApproval, replayedApproval, otherCRLSection, otherCTSection, otherRevocations,
-             junk, oversized, farFuture, backDated, futureDated, signEverything, withhold
+             junk, oversized, largeJunk, farFuture, backDated, futureDated, signEverything, withhold, leaveOutNewPin
     }
 
     let configuration: Configuration
+    /// The move this seed's adversary makes at the start of every round.
+    let favourite: Move
     let pki: TestPKI
     // The test PKI's certificates are valid from today: the clock starts now.
     let clock = TestClock()
@@ -91,15 +93,26 @@ final class VantagePointSimulation {
     private var rejectedLists = Set<String>()
     /// The round at the end of which every honest vantage point had the real pin (nil: never).
     var realPinEverywhereAtRound: Int?
+    /// The partner's next leaf (same CA), presented from ``rotationRound`` on, unannounced.
+    let next: TestIdentity
+    var rotationRound: Int { configuration.rounds / 2 + 1 }
+    /// The round at the end of which every honest vantage point had the next leaf's pin.
+    var nextPinEverywhereAtRound: Int?
+    var nextPin: String { next.certificate.fingerprintBase64 }
 
     var impostorPin: String { pki.impostor.certificate.fingerprintBase64 }
     var genuinePin: String { pki.leaf.certificate.fingerprintBase64 }
 
-    init(_ configuration: Configuration, pki: TestPKI) throws {
+    init(_ configuration: Configuration, pki: TestPKI, favourite: Move? = nil) throws {
         self.configuration = configuration
         self.pki = pki
         self.random = SimulationRandom(seed: configuration.seed ^ 0x5EED)
+        let chosen = Move.allCases.randomElement(using: &self.random)!
+        // PINSTORE_SIMULATION_FAVOURITE=<move> makes every seed's adversary insist on one move.
+        self.favourite = ProcessInfo.processInfo.environment["PINSTORE_SIMULATION_FAVOURITE"]
+            .flatMap { name in Move.allCases.first { "\($0)" == name } } ?? favourite ?? chosen
         approver = try P256PrivateKey()
+        next = try pki.issueLeaf(for: ["localhost"])
         let fixtures = try (0..<configuration.n).map { _ in try PublisherFixture(pki: pki) }
         listKeys = try fixtures.map { try $0.key.publicKey }
         let keys = listKeys.map { $0.x963Representation.base64EncodedString() }
@@ -128,7 +141,15 @@ final class VantagePointSimulation {
     func run() async {
         for round in 1...configuration.rounds {
             clock.advance(600)
-            // The adversary proposes first in every round.
+            if round == rotationRound {
+                // The partner swaps its leaf, unannounced; every path that is not intercepted sees it.
+                for vantage in vantages where !configuration.compromised.contains(vantage.index) && !configuration.intercepted.contains(vantage.index) {
+                    vantage.prober.present(["127.0.0.1:443": next.chainDER])
+                }
+            }
+            // The adversary proposes first in every round: its favourite move (the same every
+            // round, as a persistent attacker would), then others at random.
+            await make(favourite, attacker: configuration.compromised.randomElement(using: &random))
             await adversaryMoves(count: 2)
             for index in Array(0..<vantages.count).shuffled(using: &random) where vantages[index].isHonest {
                 await vantages[index].publisher.probe()
@@ -145,6 +166,9 @@ final class VantagePointSimulation {
             }
             if realPinEverywhereAtRound == nil, await honestVantagesAllPublish(genuinePin) {
                 realPinEverywhereAtRound = round
+            }
+            if round >= rotationRound, nextPinEverywhereAtRound == nil, await honestVantagesAllPublish(nextPin) {
+                nextPinEverywhereAtRound = round
             }
         }
     }
@@ -220,6 +244,12 @@ final class VantagePointSimulation {
                 var bytes = Data(count: Int.random(in: 0...64, using: &random))
                 for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255, using: &random) }
                 _ = medium.createExclusively(SharedProposals.name(kind, version: version, bytes: bytes), contents: bytes)
+            case .largeJunk:
+                // As large as a list may be, hashing to its name: read, refused, never in the way.
+                var bytes = Data(repeating: 0x20, count: SharedProposals.Kind.list.maximumSize - 8)
+                bytes.append(contentsOf: withUnsafeBytes(of: random.next()) { Array($0) })
+                let kind: SharedProposals.Kind = Bool.random(using: &random) ? .list : .proposal
+                _ = medium.createExclusively(SharedProposals.name(kind, version: version, bytes: bytes), contents: bytes)
             case .oversized:
                 let bytes = Data(repeating: 0x7B, count: SharedProposals.Kind.signature.maximumSize + 1)
                 _ = medium.createExclusively(SharedProposals.name(.signature, version: version, bytes: bytes), contents: bytes)
@@ -275,6 +305,10 @@ final class VantagePointSimulation {
             ct = try TestCTLogList(logs: [TestCTLogList.Log(try TestCTLog(), operatorName: "attacker")]).json()
         case .otherRevocations:
             revocations = [ListRevocations.Wire(kind: "certificate", sha256: genuinePin)]
+        case .leaveOutNewPin:
+            // The list as it was before the rotation, proposed afresh: honest in every section,
+            // but holding back the partner's new pin.
+            entries = [entry(genuinePin, pki.leaf)]
         case .backDated:
             timestamp = now - 86_400 * 30
         case .futureDated:

@@ -19,7 +19,8 @@ import PinStoreTesting
 
     /// Safety after every step, and liveness where k honest vantage points see the partner:
     /// every one of them has the real pin in force within two rounds of the rules being met
-    /// (K = 3 sightings over 20 minutes: met in round 3).
+    /// (K = 3 sightings over 20 minutes: met in round 3), and the partner's unannounced new leaf
+    /// (round 5) within two rounds too, whatever the adversary proposes (the old list again).
     @Test func safetyAndLivenessHoldForEverySeed() async throws {
         let pki = try Self.pki.get()
         var failures: [String] = []
@@ -34,8 +35,28 @@ import PinStoreTesting
             if configuration.livenessApplies, (simulation.realPinEverywhereAtRound ?? .max) > 5 {
                 failures.append("\(configuration): liveness: the honest vantage points had the real pin \(simulation.realPinEverywhereAtRound.map { "only at round \($0)" } ?? "never") (replay: PINSTORE_SIMULATION_SEED=\(seed) swift test --filter VantagePointSimulation)")
             }
+            // The unannounced rotation at round 5: K = 3 over 20 minutes is met at round 7 (a
+            // lone publisher); agreement publishes it at once where k is 2 or more.
+            if configuration.livenessApplies, (simulation.nextPinEverywhereAtRound ?? .max) > simulation.rotationRound + 2 {
+                failures.append("\(configuration): liveness: the honest vantage points had the rotated pin \(simulation.nextPinEverywhereAtRound.map { "only at round \($0)" } ?? "never") (replay: PINSTORE_SIMULATION_SEED=\(seed) swift test --filter VantagePointSimulation)")
+            }
         }
         #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+    }
+
+    /// A persistent adversary (k-1 keys) that proposes the old list afresh before every round,
+    /// to hold back the partner's new pin: the honest vantage points publish it all the same.
+    @Test(arguments: [(3, 2), (5, 3), (4, 2)])
+    func anAdversaryLeavingOutTheNewPinEveryRoundDoesNotHoldItBack(n: Int, k: Int) async throws {
+        let pki = try Self.pki.get()
+        let configuration = VantagePointSimulation.Configuration(seed: 1_000 + UInt64(n * 10 + k), n: n, k: k, compromised: Set(0..<(k - 1)),
+                                                                 intercepted: [], rounds: 8)
+        let simulation = try VantagePointSimulation(configuration, pki: pki, favourite: .leaveOutNewPin)
+        defer { simulation.cleanUp() }
+        await simulation.run()
+        #expect(simulation.violations.isEmpty, "\(simulation.violations)")
+        let round = try #require(simulation.nextPinEverywhereAtRound, "\(configuration): the rotated pin never reached every honest vantage point")
+        #expect(round <= simulation.rotationRound + 2)
     }
 
     /// The simulation's checks can fail: an honest vantage point made to sign anything (its

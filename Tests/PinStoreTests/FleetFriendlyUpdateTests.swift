@@ -19,10 +19,17 @@ import Testing
         #expect(schedule.serverAskedToWait(at: start + 600) == nil)
     }
 
-    @Test func aRetryAfterBeyondThePeriodicIntervalIsCappedAtIt() {
-        var schedule = RefreshSchedule(listDue: start, periodicInterval: 3_600)
-        schedule.downloadFailed(at: start, retryAfter: 10 * 86_400)
-        #expect(schedule.dueDate == start + 3_600)
+    @Test func aRetryAfterOfDaysIsCappedAtAnHour() {
+        var schedule = RefreshSchedule(listDue: start, periodicInterval: 7 * 86_400)
+        schedule.downloadFailed(at: start, retryAfter: 7 * 86_400)
+        #expect(schedule.dueDate == start + RefreshSchedule.maximumRetryAfter)
+    }
+
+    @Test func aBackoffAfterPlainFailuresDoesNotHoldRefusalsBack() {
+        var schedule = RefreshSchedule(listDue: start, periodicInterval: 7 * 86_400)
+        for failure in 0..<14 { schedule.downloadFailed(at: start + TimeInterval(failure)) }
+        #expect(schedule.dueDate > start + 86_400)
+        #expect(schedule.serverAskedToWait(at: start + 60) == nil)
     }
 
     @Test func jitterStretchesTheBackoffButNeverShortensIt() {

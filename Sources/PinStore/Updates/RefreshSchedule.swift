@@ -38,26 +38,41 @@ struct RefreshSchedule: Sendable, Equatable {
         listDue = nextUpdate
         failures = 0
         retryAt = nil
+        serverRetryAfter = nil
         dueDate = listDue
     }
 
+    /// The longest `Retry-After` honoured: a misconfigured load shedder or a hostile edge
+    /// cannot stop a fleet's downloads for days (past the list's `expires`) with one answer.
+    static let maximumRetryAfter: TimeInterval = 3_600
+
+    /// Until when the list server asked for no request (its `Retry-After`), if it did.
+    private(set) var serverRetryAfter: Date?
+
     /// A download (scheduled or not) failed at `now`: back off before the next scheduled one.
-    /// `retryAfter` is the server's `Retry-After` (429 or 503): never asked again sooner, up to
-    /// the periodic interval. `jitter` (0 to 1) stretches the wait by up to a quarter, so a
-    /// fleet that failed together does not come back together.
+    /// `retryAfter` is the server's `Retry-After` (429 or 503): no request, scheduled or on a
+    /// refusal, before it, up to an hour and the periodic interval. `jitter` (0 to 1) stretches
+    /// the wait by up to a quarter, so a fleet that failed together does not come back together.
     mutating func downloadFailed(at now: Date, retryAfter: TimeInterval? = nil, jitter: Double = 0) {
         failures += 1
-        var delay = Self.retryDelay(afterFailures: failures, periodicInterval: periodicInterval)
-        delay *= 1 + 0.25 * min(max(jitter, 0), 1)
-        if let retryAfter, retryAfter.isFinite, retryAfter > 0 { delay = max(delay, min(retryAfter, periodicInterval)) }
+        let stretch = 1 + 0.25 * min(max(jitter, 0), 1)
+        var delay = Self.retryDelay(afterFailures: failures, periodicInterval: periodicInterval) * stretch
+        if let retryAfter, retryAfter.isFinite, retryAfter > 0 {
+            let asked = min(retryAfter, Self.maximumRetryAfter, periodicInterval) * stretch
+            serverRetryAfter = now.addingTimeInterval(asked)
+            delay = max(delay, asked)
+        } else {
+            serverRetryAfter = nil
+        }
         retryAt = now.addingTimeInterval(delay)
         dueDate = max(listDue, retryAt ?? listDue)
     }
 
-    /// The list server asked for no request before `date` (Retry-After), or nil.
+    /// The list server asked for no request before the date returned (Retry-After), or nil.
+    /// Only that holds refusal-triggered downloads back; a backoff after plain failures does not.
     func serverAskedToWait(at now: Date) -> Date? {
-        guard let retryAt, retryAt > now else { return nil }
-        return retryAt
+        guard let serverRetryAfter, serverRetryAfter > now else { return nil }
+        return serverRetryAfter
     }
 
     /// `nextUpdate` brought forward by up to a tenth of the time to it (`jitter` from 0 to 1),

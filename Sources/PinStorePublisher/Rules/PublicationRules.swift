@@ -51,11 +51,13 @@ package enum PublicationRules {
         }
 
         /// The file's numbers; agreement replaces rule 5 only where `threshold` is 2 or more and
-        /// the file does not turn `publishOnAgreement` off (a single publisher always waits).
-        package init(_ file: PublicationFile, threshold: Int = 1) {
+        /// the file does not turn `publishOnAgreement` off. A single publisher always waits,
+        /// also one holding several keys (`signers`): its own signatures are one view, not k.
+        package init(_ file: PublicationFile, threshold: Int = 1, signers: Int = 1) {
+            let agreement = threshold >= 2 && signers == 1 && file.vantagePoint != nil && (file.publishOnAgreement ?? true)
             self.init(minimumSightings: file.minimumSightings, minimumSpan: file.minimumSpan.seconds,
                       gracePeriod: file.gracePeriod.seconds, minimumRemainingValidity: file.minimumRemainingValidity.seconds,
-                      agreementWindow: threshold >= 2 && (file.publishOnAgreement ?? true) ? file.probeInterval.seconds + 60 : nil)
+                      agreementWindow: agreement ? file.probeInterval.seconds + 60 : nil)
         }
     }
 
@@ -210,6 +212,11 @@ package enum PublicationRules {
                 let stillServed = served.contains { $0.pin(pin.kind)?.value == pin.value }
                 if stillServed {
                     pin.notServedSince = nil
+                } else if pin.source == "agreement" {
+                    // Published on agreement, before K sightings over T, and no longer presented:
+                    // it may have been a short interception seen from k paths; no grace period.
+                    withdrawn.append(pin)
+                    continue
                 } else {
                     let since = pin.notServedSince ?? now
                     guard now.timeIntervalSince(since) < settings.gracePeriod else {

@@ -101,6 +101,11 @@ extension Publisher {
             if var pin = planned[entry.entryKey] {
                 pin.expires = entry.expires
                 pins.append(pin)
+            } else if var kept = state.publishedPins.first(where: { $0.entryKey == entry.entryKey }) {
+                // A pin this publisher's plan had just withdrawn, kept by the list the others
+                // finished: its withdrawal clock goes on, it does not start again.
+                kept.expires = entry.expires
+                pins.append(kept)
             } else if let partner = setup.partners.first(where: { $0.entry.host.lowercased() == entry.name.lowercased() }) {
                 pins.append(PublisherState.PublishedPin(partnerID: partner.entry.id, name: entry.name, kind: PublicationFile.PinKind(entry.kind),
                                                         value: entry.fingerprint.base64EncodedString(), expires: entry.expires,

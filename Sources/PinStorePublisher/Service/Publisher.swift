@@ -35,6 +35,9 @@ public actor Publisher: Service {
     package internal(set) var schedule: PublisherSchedule
     /// Staged change IDs already logged, so each is logged once.
     var loggedStaged = Set<String>()
+    /// The proposal bodies (hex SHA-256) this publisher signed, by version: at most
+    /// ``maximumCoSignedPerVersion`` per version, whatever others keep proposing.
+    var coSignedBodies: [Int64: Set<String>] = [:]
     /// The loop's current sleep, cancelled by ``wake()`` when a probe is requested.
     var sleeper: Task<Void, any Error>?
 
@@ -225,7 +228,7 @@ public actor Publisher: Service {
 
     /// The plan at `now` from the state in memory.
     package func plan(at now: Date) -> PublicationPlan {
-        PublicationRules.plan(state: state, partners: setup.partners, settings: PublicationRules.Settings(setup.file, threshold: setup.threshold),
+        PublicationRules.plan(state: state, partners: setup.partners, settings: PublicationRules.Settings(setup.file, threshold: setup.threshold, signers: setup.signers.count),
                               approvals: verifiedApprovals(state.approvals), now: now)
     }
 

@@ -9,14 +9,17 @@ import PinStore
 /// file): plain HTTP/1.1, `POST` of one ``PinFailureReport`` per request, any path. Each report
 /// only makes the partner it names due for a probe (``Publisher/receiveReport(_:)``).
 ///
-/// Bounded: a body over 64 KiB is answered 413 without being kept, at most 256 connections are
-/// open at once (more are closed at once), and a connection idle for 10 seconds is closed. The
+/// Bounded: a body over 64 KiB is answered 413 and the connection closed at once, at most 256
+/// connections are open at once (more are closed at once), a connection idle for 10 seconds is
+/// closed, and any connection is closed 30 seconds after it opened, however it trickles (one
+/// byte every few seconds would reset an idle timeout for ever). The
 /// answer says nothing about the partners: 202 for any report, 400 for what is not one. Put it
 /// behind the same network boundary as the fleet (or a proxy adding TLS): what it receives can
 /// cost probes, never pins.
 final class PublisherReportEndpoint: Sendable {
     static let maximumConnections = 256
     static let idleTimeout = TimeAmount.seconds(10)
+    static let connectionLifetime = TimeAmount.seconds(30)
 
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
@@ -80,6 +83,12 @@ private final class ReportHandler: ChannelInboundHandler {
         self.publisher = publisher
     }
 
+    func channelActive(context: ChannelHandlerContext) {
+        let channel = context.channel
+        context.eventLoop.scheduleTask(in: PublisherReportEndpoint.connectionLifetime) { channel.close(promise: nil) }
+        context.fireChannelActive()
+    }
+
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is IdleStateHandler.IdleStateEvent {
             context.close(promise: nil)
@@ -95,10 +104,13 @@ private final class ReportHandler: ChannelInboundHandler {
             body.clear()
             tooLarge = false
         case .body(var buffer):
+            guard !tooLarge else { return }
             if body.readableBytes + buffer.readableBytes > Publisher.maximumReportSize {
+                // Answered and closed now, not after reading whatever else the client sends.
                 tooLarge = true
                 body.clear()
-            } else if !tooLarge {
+                respond(.payloadTooLarge, "a report is at most \(Publisher.maximumReportSize) bytes\n", keepAlive: false, context: context)
+            } else {
                 body.writeBuffer(&buffer)
             }
         case .end:
@@ -108,10 +120,7 @@ private final class ReportHandler: ChannelInboundHandler {
                 respond(.methodNotAllowed, "POST pin-failure reports here\n", keepAlive: requestHead.isKeepAlive, context: context)
                 return
             }
-            guard !tooLarge else {
-                respond(.payloadTooLarge, "a report is at most \(Publisher.maximumReportSize) bytes\n", keepAlive: false, context: context)
-                return
-            }
+            guard !tooLarge else { return }
             let data = Data(body.readableBytesView)
             body.clear()
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)

@@ -14,12 +14,18 @@ package struct Proposal: Codable, Sendable, Equatable {
     package var body: String
     /// Approvals of staged changes the body carries (each verified by every co-signer).
     package var approvals: [PublisherState.Approval]
+    /// 128 random bits, so the proposal's bytes, and so its name in the medium, cannot be
+    /// predicted and taken first (the body alone can be: a re-signing reuses per-entry
+    /// signatures that are public, and its time is the second it is made).
+    package var nonce: String
 
     package init(version: Int64, proposer: String, body: Data, approvals: [PublisherState.Approval]) {
         self.version = version
         self.proposer = proposer
         self.body = body.base64EncodedString()
         self.approvals = approvals
+        var generator = SystemRandomNumberGenerator()
+        self.nonce = (0..<2).map { _ in String(generator.next() as UInt64, radix: 16) }.joined(separator: "-")
     }
 
     /// The unsigned list bytes.

@@ -35,8 +35,15 @@ package enum ProposalReview {
         package var listLifetime: TimeInterval
         /// How old a proposal's timestamp may be (`proposalTimeout`).
         package var freshness: TimeInterval
+        /// The publication file's `gracePeriod`, and how far another vantage point's withdrawal
+        /// clock may run behind this one's (a probe interval and a minute).
+        package var gracePeriod: TimeInterval = 14 * 86_400
+        package var withdrawalTolerance: TimeInterval = 660
         package var now: Date
     }
+
+    /// The most approvals a proposal may carry (each costs a signature check).
+    package static let maximumApprovals = 64
 
     /// How far a proposer's clock may run ahead of this vantage point's.
     package static let clockSkew: TimeInterval = 300
@@ -65,8 +72,12 @@ package enum ProposalReview {
         guard Double(expires) <= now + view.listLifetime + clockSkew else { return "the list would live longer than \"expires\" allows" }
         guard Double(expires) >= now + view.listLifetime - view.freshness else { return "the list would expire sooner than \"expires\" asks" }
 
-        // Every entry is one this vantage point publishes itself, keeps from its list in force,
-        // or finds approved (by an approver key) for a change it staged itself.
+        guard proposal.approvals.count <= maximumApprovals else {
+            return "it carries \(proposal.approvals.count) approvals, more than \(maximumApprovals)"
+        }
+        // Every entry is one this vantage point's own plan publishes (or, for a few minutes, one
+        // it has just withdrawn: withdrawal clocks differ by a probe), or one an approver key
+        // approved for a change it staged itself.
         let acceptable = acceptableExpiries(proposal, view: view)
         var seen = Set<String>()
         for item in parsed.entries {
@@ -81,10 +92,11 @@ package enum ProposalReview {
                 return "entry \(entry.name) is not signed by a list key"
             }
         }
-        let planned = Set(view.plan.pins.map(\.entryKey))
-        for pin in view.plan.pins where pin.notServedSince == nil && pin.source == "observed" && !seen.contains(pin.entryKey)
-            && view.publishedPins.contains(where: { $0.entryKey == pin.entryKey }) && planned.contains(pin.entryKey) {
-            return "it drops pin \(pin.value) of \(pin.partnerID), which this vantage point still sees presented"
+        // And nothing this vantage point's plan publishes is left out (an old list re-proposed
+        // would otherwise hold back every new pin), but for pins in their grace period, which
+        // another vantage point may have withdrawn a probe sooner.
+        for pin in view.plan.pins where pin.notServedSince == nil && !seen.contains(pin.entryKey) {
+            return "it leaves out pin \(pin.value) of \(pin.partnerID), which this vantage point's own plan publishes"
         }
 
         // The same bytes this vantage point's writer makes from those entries and its own sections.
@@ -120,7 +132,12 @@ package enum ProposalReview {
         var limits: [String: Int64] = [:]
         func allow(_ key: String, _ expires: Int64) { limits[key] = max(limits[key] ?? .min, expires) }
         for pin in view.plan.pins { allow(pin.entryKey, pin.expires) }
-        for pin in view.publishedPins { allow(pin.entryKey, pin.expires) }
+        let nowSeconds = seconds(view.now)
+        for pin in view.plan.withdrawn where pin.expires > nowSeconds {
+            guard let since = pin.notServedSince,
+                  view.now.timeIntervalSince(since) < view.gracePeriod + view.withdrawalTolerance else { continue }
+            allow(pin.entryKey, pin.expires)
+        }
         for change in approvedChanges(proposal.approvals, view: view) {
             guard let pin = change.pin else { continue }
             allow(PublisherState.PublishedPin(partnerID: change.partnerID, name: change.host, kind: change.kind, value: pin, expires: 0,
@@ -144,12 +161,13 @@ package enum ProposalReview {
             guard let pin = change.pin else { continue }
             let message = PublicationRules.approvalMessage(changeID: change.id, partnerID: change.partnerID,
                                                            leafSHA256: change.leafSHA256, kind: change.kind, pin: pin)
-            let vouched = approvals.contains { approval in
-                approval.changeID == change.id && approval.partnerID == change.partnerID && approval.leafSHA256 == change.leafSHA256
-                    && approval.kind == change.kind && approval.pin == pin
-                    && Data(base64Encoded: approval.signature).map { signature in
-                        view.approverKeys.contains { KeyDocumentTools.keyID(of: $0) == approval.keyID && $0.isValidSignature(signature, for: message) }
-                    } ?? false
+            // At most one signature check per approver key and change.
+            var checked = Set<String>()
+            let vouched = approvals.prefix(maximumApprovals).contains { approval in
+                guard approval.changeID == change.id, approval.partnerID == change.partnerID, approval.leafSHA256 == change.leafSHA256,
+                      approval.kind == change.kind, approval.pin == pin, checked.insert(approval.keyID).inserted,
+                      let signature = Data(base64Encoded: approval.signature) else { return false }
+                return view.approverKeys.contains { KeyDocumentTools.keyID(of: $0) == approval.keyID && $0.isValidSignature(signature, for: message) }
             }
             if vouched { approved.append(change) }
         }

@@ -46,8 +46,9 @@ import PinStore
 // The publisher article ("The vantage-point protocol") says the same for operators.
 
 extension Publisher {
-    /// How many agreeing proposals of one version this vantage point signs at most (honest
-    /// vantage points converge on one or two; a compromised one cannot make it sign without end).
+    /// How many agreeing proposals of one version this vantage point signs at most, over all its
+    /// cycles (honest vantage points converge on one or two; a compromised one cannot make it
+    /// sign without end).
     static let maximumCoSignedPerVersion = 4
     /// How many finished lists one cycle adopts at most when catching up.
     static let maximumAdoptedPerCycle = 64
@@ -70,7 +71,10 @@ extension Publisher {
             // Not due, this publisher signs only a proposal that changes the entries (another
             // vantage point's approved change, say): never a churn of identical lists.
             guard due || proposalChangesEntries(proposal), let body = proposal.bodyBytes else { return true }
-            agreeable.append((name, proposal, StateFile.hex(SHA256Digest.hash(body))))
+            let hash = StateFile.hex(SHA256Digest.hash(body))
+            let signed = coSignedBodies[version] ?? []
+            guard signed.contains(hash) || signed.count < Self.maximumCoSignedPerVersion else { return true }
+            agreeable.append((name, proposal, hash))
             return agreeable.count < Self.maximumCoSignedPerVersion
         }
         noteIgnored(look.ignored, truncated: look.truncated, version: version)
@@ -86,8 +90,10 @@ extension Publisher {
             agreeable = [(name, made, StateFile.hex(SHA256Digest.hash(body)))]
         }
         var signatures = shared.signatures(version)
+        coSignedBodies = coSignedBodies.filter { $0.key >= version }
         for item in agreeable {
             try await coSign(item.proposal, bodySHA256: item.bodySHA256, existing: signatures.objects.map(\.value))
+            coSignedBodies[version, default: []].insert(item.bodySHA256)
         }
         signatures = shared.signatures(version)
         noteIgnored(signatures.ignored, truncated: signatures.truncated, version: version)
@@ -119,7 +125,8 @@ extension Publisher {
                             trustedKeys: setup.trustedKeys, approverKeys: setup.peerApprovalKeys,
                             certificateTransparencySection: setup.certificateTransparencySection, revocations: setup.revocations,
                             crl: setup.crl, listLifetime: setup.file.expires.seconds,
-                            freshness: setup.file.vantagePoint?.proposalTimeout.seconds ?? 3_600, now: now)
+                            freshness: setup.file.vantagePoint?.proposalTimeout.seconds ?? 3_600,
+                            gracePeriod: setup.file.gracePeriod.seconds, withdrawalTolerance: setup.file.probeInterval.seconds + 60, now: now)
     }
 
     /// Whether `proposal`'s entries differ from the list in force's.

@@ -9,9 +9,11 @@ import PinStore
 /// - `list-<v>-<sha256>.json`: a finished list of version `v`, exactly the bytes served.
 ///
 /// **Why names are hashes.** A writer of the medium cannot take a name an honest vantage point
-/// will need: the name of an object is only known once the object exists, and ECDSA signatures
-/// make every honest object unpredictable. An object whose bytes do not hash to its name is
-/// ignored, so junk can sit beside honest objects but never in their place.
+/// will need: the name of an object is only known once the object exists, and every honest
+/// object is unpredictable (a proposal carries a random nonce; signatures and finished lists
+/// carry fresh ECDSA signatures). An object whose bytes do not hash to its name is ignored, so
+/// junk can sit beside honest objects but never in their place; and a name found taken is read
+/// back, never assumed to hold what this publisher meant to write.
 ///
 /// **What is read.** Only the version a vantage point works on (one above its own list in
 /// force), never more than ``maximumObjectsPerVersion`` names of a kind, each no larger than
@@ -37,11 +39,6 @@ package struct SharedProposals: Sendable {
     /// How many names of one kind and version are read at most. Honest vantage points write a
     /// handful; more means a writer floods the medium (logged, and counted in the metrics).
     package static let maximumObjectsPerVersion = 256
-    /// How many bytes one look at one kind and version reads at most, in all. Objects are read
-    /// and handled one at a time, so memory holds one object (and what the caller keeps), never
-    /// every object a writer put there.
-    package static let maximumBytesPerLook = 64 << 20
-
     package let medium: any PublicationMedium
 
     package init(medium: any PublicationMedium) {
@@ -85,7 +82,9 @@ package struct SharedProposals: Sendable {
             return look
         }
         look.truncated = listed.truncated
-        var budget = Self.maximumBytesPerLook
+        // Memory holds one object at a time (and what `visit` keeps), and a look reads at most
+        // `maximumObjectsPerVersion` objects of at most `kind.maximumSize`: junk costs a bounded
+        // read, and no byte budget lets a few large junk objects hide the honest ones.
         for name in listed.names {
             let rest = name.dropFirst(prefix.count)
             guard rest.count == 64 + 5, rest.hasSuffix(".json"),
@@ -93,19 +92,14 @@ package struct SharedProposals: Sendable {
                 look.ignored.append((name, "not a name of the form \(prefix)<sha256>.json"))
                 continue
             }
-            guard budget > 0 else {
-                look.truncated = true
-                break
-            }
             let data: Data?
             do {
-                data = try medium.read(name, maximumSize: min(kind.maximumSize, budget))
+                data = try medium.read(name, maximumSize: kind.maximumSize)
             } catch {
                 look.ignored.append((name, error.reason))
                 continue
             }
             guard let data else { continue }
-            budget -= data.count
             guard Self.name(kind, version: version, bytes: data) == name else {
                 look.ignored.append((name, "its bytes do not hash to its name"))
                 continue
@@ -195,8 +189,12 @@ package struct SharedProposals: Sendable {
 
     private func create(_ kind: Kind, version: Int64, bytes: Data) throws(PublisherError) -> String {
         let name = Self.name(kind, version: version, bytes: bytes)
-        // False means an object with these exact bytes exists already: the same outcome.
-        _ = try medium.createExclusively(name, contents: bytes)
+        guard try !medium.createExclusively(name, contents: bytes) else { return name }
+        // The name was taken: fine only when by these very bytes (a retry, another publisher
+        // finishing the same list). Anything else took it first to hide ours.
+        guard (try? medium.read(name, maximumSize: kind.maximumSize)) == bytes else {
+            throw PublisherError(.proposal, "\(name) was taken by other bytes before this publisher could write it; it writes a new object next cycle.")
+        }
         return name
     }
 
