@@ -123,8 +123,8 @@ extension PinStore {
         public var expiredListPolicy: ExpiredListPolicy = .refusePins
         /// The shortest time, in seconds, between two list downloads that refusals trigger
         /// (`updateOnMismatch`, `updateOnEmpty`): an impostor, or a flood of connections to
-        /// unpinned hosts, causes at most one download per interval, after up to three quick
-        /// looks 10 to 20 seconds apart while a refusal's download brings nothing new. Default
+        /// unpinned hosts, causes at most one download per interval, after up to five quick
+        /// looks 10 to 30 seconds apart while a refusal's download brings nothing new. Default
         /// 60; at least 1 (a few seconds for a rotation drill). Explicit ``PinStore/update(mode:)`` calls and
         /// scheduled updates never wait for it: after a late publication an operator forces a
         /// download with `await store.update(mode: .forced)` (from an admin route, say). Set it

@@ -144,7 +144,8 @@ extension PublishCommand {
             discussion: """
                 The key goes into the next list as a key pin (no sightings, CA or CT rule: this \
                 is the operator's own act) and the list is published at once when this publisher \
-                alone can; with a threshold, the other vantage points co-sign it on their next round. \
+                alone can. With several vantage points, announce on at least threshold of them: \
+                each signs only pins its own plan carries, and an announcement is one publisher's. \
                 The pin stays until the key has been seen presented and is no longer presented \
                 (then for gracePeriod), or for announcementLifetime at most.
 
