@@ -4,20 +4,8 @@ import Testing
 import PinStore
 import PinStoreSigning
 import PinStoreTesting
+import PinStoreTestSupport
 @testable import PinStorePublisher
-
-/// SplitMix64: a seeded generator, so a seed replays the same schedule and the same moves.
-struct SimulationRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// A deterministic simulation of the vantage-point protocol (FoundationDB's shape): the real
 /// `Publisher` code for every vantage point, one injected clock, one in-memory medium, and an
@@ -46,7 +34,7 @@ final class VantagePointSimulation {
         /// The configuration a seed gives: n from 1 to 5, k from 1 to min(n, 3), up to k-1
         /// compromised, sometimes an honest vantage point on an intercepted path.
         static func from(seed: UInt64, rounds: Int = 8) -> Configuration {
-            var random = SimulationRandom(seed: seed)
+            var random = SeededRandom(seed: seed)
             let n = Int.random(in: 1...5, using: &random)
             let k = Int.random(in: 1...min(n, 3), using: &random)
             let compromisedCount = Int.random(in: 0...(k - 1), using: &random)
@@ -82,7 +70,7 @@ final class VantagePointSimulation {
     let clock = TestClock()
     let medium = InMemoryMedium()
     let approver: P256PrivateKey
-    var random: SimulationRandom
+    var random: SeededRandom
     var vantages: [Vantage] = []
     var listKeys: [P256PublicKey] = []
     /// Every violation found, each with the step it was found at.
@@ -106,7 +94,7 @@ final class VantagePointSimulation {
     init(_ configuration: Configuration, pki: TestPKI, favourite: Move? = nil) throws {
         self.configuration = configuration
         self.pki = pki
-        self.random = SimulationRandom(seed: configuration.seed ^ 0x5EED)
+        self.random = SeededRandom(seed: configuration.seed ^ 0x5EED)
         let chosen = Move.allCases.randomElement(using: &self.random)!
         // PINSTORE_SIMULATION_FAVOURITE=<move> makes every seed's adversary insist on one move.
         self.favourite = ProcessInfo.processInfo.environment["PINSTORE_SIMULATION_FAVOURITE"]

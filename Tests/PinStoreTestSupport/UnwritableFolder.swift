@@ -1,9 +1,5 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import PinStore
 
 /// A folder no one may write into for as long as this value is not restored: a full or
 /// read-only output folder. The tests run as root, and root writes through permissions, so as
@@ -20,7 +16,7 @@ package final class UnwritableFolder: Sendable {
 
     package init(_ path: String) throws {
         self.path = path
-        asRoot = geteuid() == 0
+        asRoot = FileStatus.effectiveUser == 0
         if asRoot {
             let chattr = try ChildProcess.runBlocking("/usr/bin/chattr", ["+i", path])
             guard chattr.status == 0 else { throw Failure(description: "chattr +i \(path) failed: \(chattr.stderr)") }

@@ -1,4 +1,5 @@
 import Foundation
+import PinStoreTestSupport
 import Testing
 @testable import PinStore
 
@@ -38,7 +39,7 @@ struct FleetSimulation {
 
     static func run(stores: Int, seed: UInt64, publishDelay: Int, refusalInterval: TimeInterval = 60,
                     periodicInterval: TimeInterval = 7 * 86_400, horizon: Int = 900) -> Figures {
-        var random = SimulationRandom(seed: seed)
+        var random = SeededRandom(seed: seed)
         let start = Date(timeIntervalSince1970: 1_893_456_000)
         // Steady state: a fleet started together applies the same list at `start`.
         var buckets: [Int: Int] = [:]
@@ -72,19 +73,6 @@ struct FleetSimulation {
         return Figures(stores: stores, steadyPeakPerSecond: buckets.values.max() ?? 0, steadyPeakWithoutJitter: stores,
                        cutoverPeakPerSecond: perSecond.max() ?? 0, cutoverPeakAfterFirstSecond: perSecond.dropFirst().max() ?? 0,
                        fullDownloads: full, notModified: notModified, windows: fixedAt.compactMap { $0 })
-    }
-}
-
-/// SplitMix64, so a seed gives the same fleet.
-struct SimulationRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

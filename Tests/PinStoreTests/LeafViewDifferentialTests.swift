@@ -14,18 +14,6 @@ import PinStoreSigning
 /// domainsConfig and expected names. Hosts are written in several forms (case, trailing dot,
 /// IPv6 text forms). A failure prints the seed: set `PINSTORE_DIFFERENTIAL_SEED` to replay it.
 @Suite struct LeafViewDifferentialTests {
-    /// SplitMix64: a small seeded generator, so a failing case can be replayed exactly.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Leaf fixtures, with the intermediate that issued each.
     static let leaves: [(name: String, issuer: String)] = [
         ("localhost", "intermediate-ca"),          // DNS:localhost, IP:127.0.0.1
@@ -90,7 +78,7 @@ import PinStoreSigning
         var description: String
     }
 
-    static func generate(_ rng: inout SeededGenerator, _ material: Material, directory: URL) throws -> Case {
+    static func generate(_ rng: inout SeededRandom, _ material: Material, directory: URL) throws -> Case {
         var text: [String] = []
         var entries: [FingerprintEntry] = []
         var seen = Set<String>()
@@ -157,7 +145,7 @@ import PinStoreSigning
 
     /// The hosts swift-nio-ssl accepts `leaf` for over a connection from `peer`, written in
     /// several forms, with made-up labels under a wildcard.
-    static func presentableHosts(_ leaf: X509Certificate, peer: String, rng: inout SeededGenerator) -> [String] {
+    static func presentableHosts(_ leaf: X509Certificate, peer: String, rng: inout SeededRandom) -> [String] {
         if leaf.ipAddresses.contains(where: { IPAddressText.canonical($0) == IPAddressText.canonical(peer) }) {
             return anyHosts
         }
@@ -179,7 +167,7 @@ import PinStoreSigning
 
     @Test func theLeafViewIsNeverMorePermissiveThanTheChainAwareDecision() async throws {
         let seed = ProcessInfo.processInfo.environment["PINSTORE_DIFFERENTIAL_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
-        var rng = SeededGenerator(state: seed)
+        var rng = SeededRandom(seed: seed)
         let material = try Material()
         let directory = try TemporaryDirectory()
         defer { directory.cleanUp() }

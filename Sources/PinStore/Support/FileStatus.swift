@@ -46,7 +46,7 @@ package struct FileStatus: Sendable, Equatable {
     var isOwnedByEffectiveUserOrRoot: Bool { owner == Self.effectiveUser || owner == 0 }
 
     /// The process's effective user id (here, so that no other file names a libc call).
-    static var effectiveUser: UInt32 { UInt32(geteuid()) }
+    package static var effectiveUser: UInt32 { UInt32(geteuid()) }
 
     /// The status of `path`; nil when it cannot be had (missing, no permission).
     ///

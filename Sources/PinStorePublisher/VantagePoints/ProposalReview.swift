@@ -93,9 +93,12 @@ package enum ProposalReview {
             }
         }
         // And nothing this vantage point's plan publishes is left out (an old list re-proposed
-        // would otherwise hold back every new pin), but for pins in their grace period, which
-        // another vantage point may have withdrawn a probe sooner.
-        for pin in view.plan.pins where pin.notServedSince == nil && !seen.contains(pin.entryKey) {
+        // would otherwise hold back every new pin), but for pins at the very end of their grace
+        // period, which another vantage point may have withdrawn a probe sooner. (A pin only
+        // just out of sight stays: a compromised vantage point and an intercepted honest one
+        // must not be able to drop a pin the others see and just published.)
+        for pin in view.plan.pins where !seen.contains(pin.entryKey) {
+            if let since = pin.notServedSince, view.now.timeIntervalSince(since) >= view.gracePeriod - view.withdrawalTolerance { continue }
             return "it leaves out pin \(pin.value) of \(pin.partnerID), which this vantage point's own plan publishes"
         }
 
