@@ -98,12 +98,16 @@ import Testing
         let pool = try pool()
         defer { pool.shutDown() }
         var ticket: PinnedConnectionPool.Ticket?
+        // A timeout far beyond the wait for the server below: on a busy machine the request
+        // must still be running when it is cancelled (a timeout first is another test's case).
+        var slow = request("/slow", port: server.port)
+        slow.timeout = .seconds(300)
         let ended = await withCheckedContinuation { ended in
-            ticket = pool.execute(request("/slow", port: server.port), receiver: CollectingReceiver(ended))
+            ticket = pool.execute(slow, receiver: CollectingReceiver(ended))
             let cancel = ticket
             Task {
                 // Once the server has the request, so that the running request is aborted.
-                for _ in 0..<1_000 where server.requests.withLock({ $0.isEmpty }) {
+                for _ in 0..<12_000 where server.requests.withLock({ $0.isEmpty }) {
                     try? await Task.sleep(for: .milliseconds(10))
                 }
                 cancel?.cancel()

@@ -194,8 +194,9 @@ import Testing
         defer { Task { await server.shutdown() } }
         let subject = try subject { $0.timeoutIntervalForResource = 0.3 }
         try await expectNoLeak(subject) { index in
-            // One byte every 100 ms: never silent for long, but longer than the resource timeout.
-            let error = await failure { _ = try await subject.session.data(from: url(server, "/drip?bytes=20&ms=100&request=\(index)")) }
+            // One byte every 100 ms: never silent for long, and 30 s in all, so that however late
+            // a busy machine runs the 0.3 s resource timeout, it ends the load first.
+            let error = await failure { _ = try await subject.session.data(from: url(server, "/drip?bytes=300&ms=100&request=\(index)")) }
             #expect(error?.code == .timedOut)
         }
     }
