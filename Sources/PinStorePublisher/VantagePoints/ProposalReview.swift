@@ -22,8 +22,6 @@ package enum ProposalReview {
         package var lastTimestamp: Int64?
         /// Its own plan now.
         package var plan: PublicationPlan
-        /// The pins of its list in force.
-        package var publishedPins: [PublisherState.PublishedPin]
         /// The keys clients trust for lists (per-entry signatures must verify with one).
         package var trustedKeys: [P256PublicKey]
         /// The publication file's `approverKeys` only: a list key never approves for a co-signer.

@@ -30,9 +30,11 @@ import PinStore
 // Safety. With at most k-1 vantage points compromised (host and key) and anyone writing the
 // medium: a finished list carries k signatures, so at least one honest vantage point signed it,
 // and an honest vantage point signs only (a) version v = one above its own list in force, and
-// (b) bytes it would produce itself: every pin is one its own rules publish from its own
-// sightings, one its list in force carries, or one an approverKeys key approved for a change it
-// staged itself (rules 1 and 2 met locally); every other section equals its own. So no pin
+// (b) bytes it would produce itself: every pin is one its own plan publishes (its rules, from its
+// own sightings, keeping the list in force's pins through their grace period), one it withdrew
+// within a probe, or one an approverKeys key approved for a change it staged itself (rules 1 and
+// 2 met locally); nothing its plan publishes is left out (but pins at the very end of their
+// grace); every other section equals its own. So no pin
 // reaches a finished list unless an honest vantage point accepted it by its own rules, and with
 // no vantage point compromised, k of them did.
 // Liveness. With k honest vantage points that see the same partners: in the first round one of
@@ -121,7 +123,7 @@ extension Publisher {
 
     /// What this publisher knows when it reviews a proposal for `version`.
     func reviewView(plan: PublicationPlan, version: Int64, now: Date) -> ProposalReview.View {
-        ProposalReview.View(version: version, lastTimestamp: state.lastPublished?.timestamp, plan: plan, publishedPins: state.publishedPins,
+        ProposalReview.View(version: version, lastTimestamp: state.lastPublished?.timestamp, plan: plan,
                             trustedKeys: setup.trustedKeys, approverKeys: setup.peerApprovalKeys,
                             certificateTransparencySection: setup.certificateTransparencySection, revocations: setup.revocations,
                             crl: setup.crl, listLifetime: setup.file.expires.seconds,
