@@ -125,6 +125,23 @@ import Testing
         #expect(verified.stdout.contains(pin))
     }
 
+    /// `announce && deploy` with an afterPublish sync that fails: the list in the output folder
+    /// carries the key, but it may not have reached clients, so `announce` exits 5 and `once`
+    /// exits 1 until the sync succeeds.
+    @Test func announceExitsFiveWhileTheAfterPublishCommandFails() async throws {
+        let pki = try TestPKI(hosts: [Self.host])
+        let pin = try pki.issueLeaf(for: [Self.host]).certificate.spkiSHA256Base64
+        let broken = try Self.folder(pki, extra: #", "afterPublish": ["/bin/sh", "-c", "echo bucket unreachable >&2; exit 7"]"#)
+        try await TestHTTPSServer.withServer(presenting: pki.leaf) { server in
+            let once = try await Self.publish(["once"], broken, port: server.port)
+            #expect(once.status == 1, "\(once.stdout)\(once.stderr)")
+            #expect(once.stderr.contains("bucket unreachable"), "\(once.stderr)")
+            let announce = try await Self.publish(["announce", "--host", Self.host, "--spki", pin], broken)
+            #expect(announce.status == 5, "\(announce.stdout)\(announce.stderr)")
+            #expect(announce.stderr.contains("after-publish command failed"), "\(announce.stderr)")
+        }
+    }
+
     /// Exit 4 means the list is not re-signed in time, not that it expires within a day: a
     /// 12-hour list re-signed every hour is fine; a list that should have 29 days left (the file
     /// now asks for 30-day lists) but has 12 hours is overdue until `once` re-signs it.
@@ -146,6 +163,19 @@ import Testing
             let resigned = try await Self.publish(["once"], folder, port: server.port)
             #expect(resigned.status == 0, "\(resigned.stdout)\(resigned.stderr)")
         }
+    }
+
+    @Test func aRefusedStateFileIsNamedWithoutThePublicationFileInFront() async throws {
+        let folder = try Self.folder(try TestPKI(hosts: [Self.host]))
+        let state = folder.url.appendingPathComponent("state/state.json")
+        try FileManager.default.createDirectory(at: state.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data("pinstore-publisher-state 1 sha256=00\n{}".utf8).write(to: state)
+        try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: state.path)
+        let result = try await Self.publish(["status"], folder)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("The state file \(state.path) is writable by group or others"), "\(result.stderr)")
+        #expect(result.stderr.contains("chmod 600"), "\(result.stderr)")
+        #expect(!result.stderr.contains("\(folder.file):"), "\(result.stderr)")
     }
 
     @Test func announceRefusesAnUnknownPartner() async throws {

@@ -139,6 +139,32 @@ import PinStoreTestSupport
         #expect(error?.reason.contains("writable by group or others") == true)
     }
 
+    @Test func aRefusedStateFileSaysWhatTheOperatorDoesNotWhatAStoreWould() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("state-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = StateFile(url: folder.appendingPathComponent("state.json"))
+        try file.save(PublisherState())
+        try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: file.url.path)
+        let error = #expect(throws: PublisherError.self) { _ = try file.load() }
+        let reason = error?.reason ?? ""
+        #expect(reason.contains("chmod 600 \(file.url.path)"))
+        #expect(!reason.contains("The store"))
+        #expect(!reason.contains("next update"))
+    }
+
+    @Test func aStateFileThatIsASymbolicLinkIsRefusedWithWhatToDo() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("state-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let real = StateFile(url: folder.appendingPathComponent("real.json"))
+        try real.save(PublisherState())
+        let link = folder.appendingPathComponent("state.json")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: real.url)
+        let error = #expect(throws: PublisherError.self) { _ = try StateFile(url: link).load() }
+        #expect(error?.code == .stateFile)
+        #expect(error?.reason.contains("symbolic link") == true)
+        #expect(error?.reason.contains("stateFolder") == true)
+    }
+
     @Test func anAnnouncedKeyIsPublishedBeforeItIsDeployed() async throws {
         let fixture = try PublisherFixture(pki: try TestPKI(hosts: ["localhost"]))
         defer { fixture.cleanUp() }

@@ -21,9 +21,9 @@ package struct FileStatus: Sendable, Equatable {
     /// The size in bytes.
     var size: Int64
     /// The mode bits: file type and permissions.
-    var mode: UInt32
+    package var mode: UInt32
     /// The owner's user id.
-    var owner: UInt32
+    package var owner: UInt32
     /// The last modification, seconds since 1970.
     var modificationSeconds: Int64
     /// The nanoseconds of the last modification within its second.
@@ -36,14 +36,14 @@ package struct FileStatus: Sendable, Equatable {
     var isSymbolicLink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
 
     /// Whether anyone other than the owner may write to it.
-    var isWritableByGroupOrOthers: Bool { mode & UInt32(S_IWGRP | S_IWOTH) != 0 }
+    package var isWritableByGroupOrOthers: Bool { mode & UInt32(S_IWGRP | S_IWOTH) != 0 }
 
     /// The permission bits, set-id and sticky bits included (`0o7777`).
     var permissions: UInt32 { mode & 0o7777 }
 
     /// Whether the process's effective user, or root, owns the file: only they can have
     /// written it in a folder others may write to as well.
-    var isOwnedByEffectiveUserOrRoot: Bool { owner == Self.effectiveUser || owner == 0 }
+    package var isOwnedByEffectiveUserOrRoot: Bool { owner == Self.effectiveUser || owner == 0 }
 
     /// The process's effective user id (here, so that no other file names a libc call).
     package static var effectiveUser: UInt32 { UInt32(geteuid()) }

@@ -28,12 +28,14 @@ struct PublishCommand: AsyncParsableCommand {
               4  the list is not being re-signed in time: none is published, it has expired, \
             or its re-signing is overdue by more than two probe intervals (at most half of \
             expires - resignInterval); a short `expires` re-signed on schedule is fine
-            `once` also exits 1 when its round could not publish (the last good list stays served).
+            `once` also exits 1 when its round could not publish (the last good list stays served) \
+            or its afterPublish command failed (it runs again next round).
 
             `announce` exits 0 only once a published list carries the key: 1 when nothing was \
             recorded, 5 when the announcement is recorded but no published list carries it yet \
-            (the output folder is full or read-only, signing failed, or other vantage points \
-            have not co-signed): do not deploy the key then. A later round publishes it.
+            (the output folder is full or read-only, signing failed, other vantage points \
+            have not co-signed, or the afterPublish command failed): do not deploy the key \
+            then. A later round publishes it.
 
             Examples:
               pinstore publish run --file publication.json
@@ -80,7 +82,9 @@ struct PublicationFileOptions: ParsableArguments {
             let publication = try PublicationFile(contentsOf: url)
             return try Publisher(file: publication, prober: prober, logger: logger)
         } catch {
-            throw CLIError("\(file): \(error.reason)")
+            // A state-file refusal names its own file and what to do; the publication file's
+            // path in front of it would point at the wrong file.
+            throw CLIError(error.code == .stateFile ? error.reason : "\(file): \(error.reason)")
         }
     }
 }
@@ -116,7 +120,7 @@ extension PublishCommand {
             let status = await publisher.status()
             Console.print(status.table)
             guard published else {
-                Console.printError("error: the round could not publish (the log above says why); the last good list stays served")
+                Console.printError("error: the round could not publish, or its afterPublish command failed (the log above says which); the last good list stays served, and the next round tries again")
                 throw ExitCode(1)
             }
             try PublishCommand.exit(for: status)
@@ -199,6 +203,11 @@ extension PublishCommand {
                 Console.printError(published
                     ? "error: the list carrying the key waits for other vantage points' signatures; do not deploy the key yet (exit \(PublishCommand.announcedNotPublished))"
                     : "error: the list carrying the key could not be published (the log above says why); do not deploy the key yet, the announcement stays recorded and the next round publishes it (exit \(PublishCommand.announcedNotPublished))")
+                throw ExitCode(PublishCommand.announcedNotPublished)
+            }
+            guard await !publisher.afterPublishIsOwed else {
+                Console.print("announced \(digest) for \(partner): the list in the output folder carries it")
+                Console.printError("error: the after-publish command failed (the log above says why), so the list carrying the key may not have reached clients; do not deploy the key yet, the next round runs the command again (exit \(PublishCommand.announcedNotPublished))")
                 throw ExitCode(PublishCommand.announcedNotPublished)
             }
             Console.print("announced \(digest) for \(partner): the published list carries it")

@@ -48,6 +48,8 @@ import Foundation
 /// | `minimumRemainingValidity` | `"1d"` | a certificate expiring sooner is not worth pinning |
 /// | `announcementLifetime` | `"90d"` | how long an announced key stays pinned at most; once it has been deployed (seen presented) and is no longer presented, its pin is withdrawn after `gracePeriod` instead |
 /// | `signingCommandTimeout` | `"30s"` | a signing command still running then is killed |
+/// | `afterPublish` | none | argv of a command run after each list is published (a deploy hook: sync the output folder to object storage or a CDN), with the output folder's absolute path as its last argument; run again each round until it exits 0 |
+/// | `afterPublishTimeout` | `"5m"` | an after-publish command still running then is killed (and run again next round) |
 /// | `listFileName` | `"list.json"` | the list's name in `outputFolder` |
 /// | `revocations` | none | a JSON file holding the `revocations` section (an array, as lists carry it) signed into every list; read at start, so restart the publisher after changing it (the next list then goes out at once); vantage points co-sign only a section equal to their own |
 /// | `crl` | none | a JSON file holding the `crl` section (`{"hosts": [{"name", "mode"}]}`, as lists carry it: per-host CRL modes) signed into every list; read at start like `revocations`; vantage points co-sign only a section equal to their own |
@@ -139,6 +141,9 @@ public struct PublicationFile: Sendable {
     /// given, its newest document's keys and threshold are the ones clients trust.
     package var keyDocuments: String?
     package var signingCommandTimeout = PublicationDuration(seconds: 30)
+    /// argv of the command run after each publication, the output folder appended; nil for none.
+    package var afterPublish: [String]?
+    package var afterPublishTimeout = PublicationDuration(seconds: 300)
     package var expires = PublicationDuration(seconds: 7 * 86_400)
     package var resignInterval = PublicationDuration(seconds: 86_400)
     package var probeInterval = PublicationDuration(seconds: 600)
@@ -237,6 +242,12 @@ public struct PublicationFile: Sendable {
                 throw PublisherError(.invalidPublicationFile, "\(at) needs exactly one of \"file\" and \"command\".")
             }
         }
+        if let afterPublish, afterPublish.first?.isEmpty ?? true {
+            throw PublisherError(.invalidPublicationFile, "\"afterPublish\" is empty; give the program and its arguments (the output folder is appended), or leave the key out.")
+        }
+        guard afterPublishTimeout.seconds > 0 else {
+            throw PublisherError(.invalidPublicationFile, "\"afterPublishTimeout\" must be more than 0 seconds.")
+        }
         guard threshold >= 1 else {
             throw PublisherError(.invalidPublicationFile, "\"threshold\" \(threshold) must be at least 1.")
         }
@@ -309,7 +320,7 @@ extension PublicationFile {
 
         init(from decoder: any Decoder) throws {
             let known: Set<String> = ["partners", "signingKeys", "otherPublisherKeys", "approverKeys", "threshold", "keyDocuments",
-                                      "signingCommandTimeout", "expires", "resignInterval", "probeInterval", "minimumSightings",
+                                      "signingCommandTimeout", "afterPublish", "afterPublishTimeout", "expires", "resignInterval", "probeInterval", "minimumSightings",
                                       "minimumSpan", "gracePeriod", "minimumRemainingValidity", "announcementLifetime", "publishOnAgreement", "reportEndpoint",
                                       "certificateTransparencySection", "revocations", "crl", "outputFolder", "stateFolder", "listFileName", "vantagePoint"]
             try StrictKeys.check(decoder, known: known)
@@ -329,6 +340,8 @@ extension PublicationFile {
                 try c.decodeIfPresent(PublicationDuration.self, forKey: key(name)) ?? fallback
             }
             file.signingCommandTimeout = try duration("signingCommandTimeout", file.signingCommandTimeout)
+            file.afterPublish = try c.decodeIfPresent([String].self, forKey: key("afterPublish"))
+            file.afterPublishTimeout = try duration("afterPublishTimeout", file.afterPublishTimeout)
             file.expires = try duration("expires", file.expires)
             file.resignInterval = try duration("resignInterval", file.resignInterval)
             file.probeInterval = try duration("probeInterval", file.probeInterval)

@@ -31,8 +31,46 @@ extension Publisher {
                            metadata: ["pinstore.error": "\(error.reason)", "pinstore.code": "\(error.code)"])
         }
         save()
+        if await !runAfterPublishCommandIfOwed() { succeeded = false }
         updateGauges(plan: plan, now: now)
         return succeeded
+    }
+
+    /// Runs the publication file's `afterPublish` command when a published list has not had a
+    /// successful run yet (this round's, or an earlier one's that failed or was cut short by a
+    /// stop): the output folder's absolute path is its last argument. False when it failed;
+    /// it is run again next round, and the list stays published either way (the output folder
+    /// is the publisher's; what the command copies it to is the operator's).
+    func runAfterPublishCommandIfOwed() async -> Bool {
+        guard let version = state.afterPublishOwed else { return true }
+        guard let command = setup.file.afterPublish else {
+            state.afterPublishOwed = nil
+            save()
+            return true
+        }
+        let timeout = setup.file.afterPublishTimeout.seconds
+        let program = command[0]
+        let failure: String
+        do {
+            let ended = try await CommandRunner.run(command + [output.url.standardizedFileURL.path], input: nil, timeout: timeout, maximumOutput: 4_096)
+            if ended.exitStatus == 0 {
+                state.afterPublishOwed = nil
+                save()
+                logger.info("the after-publish command ran", metadata: ["pinstore.version": "\(version)", "pinstore.command": "\(program)"])
+                return true
+            }
+            failure = "it \(ended.describedEnd)"
+        } catch {
+            switch error {
+            case .notStarted(let reason): failure = "it could not be started: \(reason)"
+            case .timedOut: failure = "it did not finish within \(Int(timeout)) seconds (afterPublishTimeout) and was killed"
+            case .outputHeldOpen: failure = "what it started kept its output open past \(Int(timeout)) seconds and was killed"
+            }
+        }
+        metrics.afterPublishFailures.increment()
+        logger.error("the after-publish command failed; it runs again next round (the list is published in the output folder, but may not have reached where the command copies it)",
+                     metadata: ["pinstore.version": "\(version)", "pinstore.command": "\(program)", "pinstore.error": "\(failure)"])
+        return false
     }
 
     /// Whether the list in force must be replaced at `now`: its pins differ from the plan's,
@@ -92,6 +130,7 @@ extension Publisher {
     func publish(_ list: Data, now: Date) throws(PublisherError) {
         let checked = try checkPublishable(list, now: now)
         try output.publish(list: list, keyDocuments: setup.keyDocuments, certificateTransparency: setup.certificateTransparencySection)
+        if setup.file.afterPublish != nil { state.afterPublishOwed = checked.version }
         let previous = Set(state.lastPublished?.entries ?? [])
         let keys = checked.entries.map(\.listKey)
         let plan = plan(at: now)

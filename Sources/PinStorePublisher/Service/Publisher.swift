@@ -286,6 +286,10 @@ public actor Publisher: Service {
         return state.lastPublished?.entries.contains { $0.hasPrefix(prefix) } ?? false
     }
 
+    /// Whether a published list still waits for a successful run of the `afterPublish`
+    /// command (so it may not have reached where that command copies it).
+    package var afterPublishIsOwed: Bool { state.afterPublishOwed != nil }
+
     /// Updates the gauges that depend on time.
     func updateGauges(plan: PublicationPlan, now: Date) {
         metrics.pendingChanges.record(plan.staged.filter { !$0.pinAlreadyPublished }.count)

@@ -16,6 +16,7 @@ import PinStore
 /// | `pinstore_publisher_medium_objects_ignored_total` | counter | |
 /// | `pinstore_publisher_reports_total` | counter | `outcome`: `probing`, `rateLimited`, `unknownHost`, `unreadable` |
 /// | `pinstore_publisher_requested_probes_total` | counter | `cause`: `report`, `proposal` |
+/// | `pinstore_publisher_after_publish_failures_total` | counter | |
 struct PublisherMetrics: Sendable {
     let partnersProbed: Counter
     let probeFailures: Counter
@@ -30,6 +31,8 @@ struct PublisherMetrics: Sendable {
     let reports: [String: Counter]
     /// Probes made due before their time, by cause.
     let requestedProbes: [String: Counter]
+    /// Runs of the after-publish command that failed (it runs again next round).
+    let afterPublishFailures: Counter
     private let factory: any MetricsFactory
     /// One gauge per partner, made on first use (partners come from the file: bounded).
     private let pinExpiry = Locked<[String: Gauge]>([:])
@@ -43,6 +46,7 @@ struct PublisherMetrics: Sendable {
     static let mediumObjectsIgnoredLabel = "pinstore_publisher_medium_objects_ignored_total"
     static let reportsLabel = "pinstore_publisher_reports_total"
     static let requestedProbesLabel = "pinstore_publisher_requested_probes_total"
+    static let afterPublishFailuresLabel = "pinstore_publisher_after_publish_failures_total"
     static let pinnedCertificateExpiresInLabel = "pinstore_publisher_pinned_certificate_expires_in_seconds"
 
     init(factory: any MetricsFactory) {
@@ -54,6 +58,7 @@ struct PublisherMetrics: Sendable {
         listExpiresIn = Gauge(label: Self.listExpiresInLabel, dimensions: [], factory: factory)
         proposalsRefused = Counter(label: Self.proposalsRefusedLabel, dimensions: [], factory: factory)
         mediumObjectsIgnored = Counter(label: Self.mediumObjectsIgnoredLabel, dimensions: [], factory: factory)
+        afterPublishFailures = Counter(label: Self.afterPublishFailuresLabel, dimensions: [], factory: factory)
         reports = Dictionary(uniqueKeysWithValues: ["probing", "rateLimited", "unknownHost", "unreadable"].map {
             ($0, Counter(label: Self.reportsLabel, dimensions: [("outcome", $0)], factory: factory))
         })

@@ -21,6 +21,9 @@ package struct PublisherState: Codable, Sendable, Equatable {
     package var announcements: [Announcement] = []
     /// People's (or other keys') approvals of staged changes.
     package var approvals: [Approval] = []
+    /// The version of a published list the after-publish command has not yet run for (it
+    /// failed, or the process stopped first): run again each round until it exits 0.
+    package var afterPublishOwed: Int64?
 
     package init() {}
 
