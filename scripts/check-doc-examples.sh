@@ -189,6 +189,9 @@ for doc in "${docs[@]}"; do
     done
 done
 
+# README.md has Swift blocks: finding none means this script no longer reads it.
+[ "$blocks" -gt 0 ] || fail "found no Swift block in README.md or the articles; is this script still reading them?"
+
 for snippet in Snippets/*.swift; do
     grep -qx "$snippet" "$used" || fail "$snippet is shown by no document: include it (@Snippet) or delete it"
 done
