@@ -89,3 +89,28 @@ import Testing
         #expect(PinningFailure(unwrapping: HelloClient.UnexpectedResponse(status: 500)) == nil)
     }
 }
+
+/// The lines the article "What the pinned client checks" shows for OpenAPI clients, word for
+/// word (scripts/check-doc-examples.sh checks them): compiled here, where
+/// swift-openapi-async-http-client is a dependency, and never called (the tests above run the
+/// same construction against loopback servers). `Client` and `Servers` stand in for what
+/// swift-openapi-generator generates.
+enum OpenAPIArticleExample {
+    struct Client {
+        let serverURL: URL
+        let transport: any ClientTransport
+    }
+
+    enum Servers {
+        enum Server1 {
+            static func url() throws -> URL { URL(string: "https://api.example.com/v1")! }
+        }
+    }
+
+    static func makeClient(store: PinStore) throws -> (Client, HTTPClient) {
+        let pinnedClient = try HTTPClient(pinnedBy: store)
+        let api = Client(serverURL: try Servers.Server1.url(),
+                         transport: AsyncHTTPClientTransport(configuration: .init(client: pinnedClient)))
+        return (api, pinnedClient)
+    }
+}

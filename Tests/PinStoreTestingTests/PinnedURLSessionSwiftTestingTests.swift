@@ -1,5 +1,6 @@
 #if canImport(FoundationNetworking)
-// The Swift Testing example of the DocC article "Testing your pinning", word for word.
+// The Swift Testing example of the DocC article "Testing your pinning", word for word
+// (scripts/check-doc-examples.sh checks it).
 import Foundation
 import FoundationNetworking
 import PinStore

@@ -1,6 +1,7 @@
 #if canImport(FoundationNetworking)
-// The XCTest suite README's "Testing your pinning" section shows, word for word: a pinned
-// URLSession (Linux) against the kit's genuine and impostor servers.
+// The XCTest suite the DocC article "Testing your pinning" (PinStoreTesting) shows, word for
+// word (scripts/check-doc-examples.sh checks it): a pinned URLSession (Linux) against the kit's
+// genuine and impostor servers.
 import Foundation
 import FoundationNetworking
 import PinStore

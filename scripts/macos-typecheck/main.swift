@@ -1,11 +1,12 @@
 // The macOS type-check, run on Linux by `scripts/macos-typecheck.sh`.
 //
-// For every Swift target of the package, in dependency order: take the exact compiler command
-// SwiftPM wrote for it in its build description (`.build/debug.yaml`), make the macOS view of
-// its sources (MacOSView.swift), and run that command on the view in place of the sources,
-// with the stub modules (stubs/) and the macOS-view modules of the package's own targets found
-// first. Dependencies outside the package (SwiftNIO, AsyncHTTPClient...) are their Linux builds:
-// their public API is the same on both systems.
+// For every Swift target of the package (the snippets of Snippets/ included), in dependency
+// order: take the exact compiler command SwiftPM wrote for it in its build description
+// (`.build/debug.yaml`), make the macOS view of its sources (MacOSView.swift), and run that
+// command on the view in place of the sources, with the stub modules (stubs/) and the
+// macOS-view modules of the package's own targets found first. Dependencies outside the
+// package (SwiftNIO, AsyncHTTPClient...) are their Linux builds: their public API is the same
+// on both systems.
 //
 // Usage: macos-typecheck --package DIR --build-description FILE --stubs DIR --work DIR
 import Foundation
@@ -96,7 +97,9 @@ guard let yaml = try? String(contentsOfFile: description, encoding: .utf8) else 
 }
 let all = moduleCommands(in: yaml)
 let ours = all.filter { command in
-    command.sources.contains { $0.hasPrefix(package + "/Sources/") || $0.hasPrefix(package + "/Tests/") }
+    command.sources.contains {
+        $0.hasPrefix(package + "/Sources/") || $0.hasPrefix(package + "/Tests/") || $0.hasPrefix(package + "/Snippets/")
+    }
 }
 guard !ours.isEmpty else {
     print("error: the build description names no Swift target of \(package)")
