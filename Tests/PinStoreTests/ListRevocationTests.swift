@@ -145,7 +145,7 @@ import Testing
         let error = #expect(throws: PinStoreError.self) {
             try Self.verifier(key).verify(PersistedList(mode: .static, body: Data(text.utf8), nextUpdate: 0))
         }
-        #expect(error?.code == .invalidListData)
+        #expect(error?.code == .invalidListSignature)
         #expect(error?.reason.contains("revocations section but no whole-list signature") == true)
     }
 

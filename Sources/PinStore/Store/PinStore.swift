@@ -94,8 +94,8 @@ public final class PinStore: Sendable {
         /// store would load the older file. Also logged at error level and counted in
         /// `pinstore_list_save_failures_total`.
         public let saveError: PinStoreError?
-        /// What the update did: downloaded, adopted another process's list, started a download
-        /// in the background, or nothing because nothing was due. Tells "the list was
+        /// What the update did: downloaded, read the list file, adopted another process's list,
+        /// started a download in the background, or nothing because nothing was due. Tells "the list was
         /// updated" from "the list in force was kept" when ``result`` is ``UpdateResult/ok``.
         public let activity: UpdateActivity
 
@@ -126,9 +126,17 @@ public final class PinStore: Sendable {
         /// ``name``.
         public var description: String { name }
 
-        /// The list server was asked; with ``UpdateResult/ok`` the list it served was verified
-        /// and is in force (an unchanged list counts: it was checked again).
+        /// The list server was asked (an https ``Configuration/serviceURL``); with
+        /// ``UpdateResult/ok`` the list it served was verified and is in force (an unchanged
+        /// list counts: it was checked again). A list read from a `file:` URL is
+        /// ``readFromFile``, never this.
         public static let downloaded = UpdateActivity("downloaded")
+        /// The list file was read (a `file:` ``Configuration/serviceURL``, <doc:ListFromAFile>);
+        /// with ``UpdateResult/ok`` the list in it was verified and is in force. A read that
+        /// failed (a missing file, a FIFO or anything else that is not a regular file, a file
+        /// larger than ``Configuration/maximumListSize``) reports this activity too, with the
+        /// error that says why: no network was involved.
+        public static let readFromFile = UpdateActivity("readFromFile")
         /// A newer verified list that another process sharing the storage directory saved was
         /// taken instead of downloading (scheduled updates of ``PinStore/run()``).
         public static let adoptedFromStoreFile = UpdateActivity("adoptedFromStoreFile")
@@ -260,7 +268,14 @@ public final class PinStore: Sendable {
         try self.init(configuration: configuration, fetcher: DefaultListFetcher(), logger: logger)
     }
 
-    /// Creates a store that downloads through `fetcher`.
+    /// Creates a store that downloads the list and its key documents through `fetcher`.
+    ///
+    /// Only those: CRLs (<doc:Revocation>) are always fetched by the store's own unpinned,
+    /// ephemeral URLSession (``URLSessionListFetcher``), and pin-failure reports are sent by the
+    /// reporter's own session, never through `fetcher`. A proxy or custom client the list needs
+    /// is therefore not used for CRL distribution points: a host under a CRL mode needs its
+    /// CAs' CRL servers reachable directly (else the CRL is `fetchFailed`, which refuses under
+    /// ``CRLCheckMode/enforceHardFail``).
     public convenience init(configuration: Configuration, fetcher: any FingerprintListFetcher, logger: Logger? = nil) throws(PinStoreError) {
         // Random jitter on every schedule, so a fleet started together spreads its downloads.
         try self.init(configuration: configuration, fetcher: fetcher, clock: SystemClock(), logger: logger,
