@@ -8,8 +8,8 @@ import XCTest
 
 // snippet.show
 let fixture = try await PinningTestFixture.start(hosts: ["localhost", "api.example.test"])
-XCTAssertEqual(fixture.store.validate(commonName: "api.example.test",
-                                      certificateChain: fixture.pki.impostor.chainDER), .untrusted)
+XCTAssertEqual(fixture.store.matchPins(commonName: "api.example.test",
+                                       certificateChain: fixture.pki.impostor.chainDER), .untrusted)
 // snippet.hide
 try await fixture.shutdown()
 #endif

@@ -24,8 +24,14 @@ extension HTTP2ClientTransport.Posix {
     /// adds to it), then deny pins, leaf and CA pins and Certificate Transparency, with Apple
     /// ATS's transport minimums (TLS 1.2, forward-secret suites, strong keys and signatures). A
     /// refused server fails the handshake before any gRPC byte is sent; the RPCs waiting for the
-    /// connection fail with `RPCError` `.unavailable` whose cause chain ends in the
-    /// `PinStore/PinningFailure` (`PinningFailure(unwrapping:)` finds it).
+    /// connection fail with `RPCError` `.unavailable` whose message says "refused by PinStore
+    /// (the client ended the connection; the server did not close it): " and the failure's
+    /// summary, after gRPC's own words, and whose `cause` is the `PinStore/PinningFailure`
+    /// (`PinningFailure(unwrapping:)` finds it).
+    ///
+    /// After a refusal gRPC tries again on its connection backoff, `config.backoff` (1 s growing
+    /// to 120 s by default): a server the next list pins is reached at the next attempt, up to
+    /// two minutes later unless the backoff is capped.
     ///
     /// When a list update withdraws the pin of an open connection's chain, the connection is
     /// closed before the update returns, and no further RPC byte is written on it; gRPC then

@@ -1,4 +1,5 @@
 import Foundation
+import GRPCCore
 import NIOCore
 import NIOSSL
 import NIOTLS
@@ -6,8 +7,9 @@ import PinStore
 
 /// Sits between TLS and gRPC's HTTP/2 handlers on a pinned connection.
 ///
-/// - A handshake the pin check refused reaches gRPC as the `PinningFailure` itself (swift-nio-ssl
-///   only says the handshake failed), so the RPCs that waited for the connection fail with it.
+/// - A handshake the pin check refused reaches gRPC as an `RPCError` saying "refused by PinStore"
+///   and why, caused by the `PinningFailure` (swift-nio-ssl only says the handshake failed), so
+///   the RPCs that waited for the connection fail with it (``refusalError(_:)``).
 /// - A completed handshake is admitted with the chain the verifier validated; a handshake that
 ///   completed without a recorded admission (which the verifier never allows) is closed.
 /// - When the list has changed since the connection was checked, a write is let through only
@@ -38,7 +40,7 @@ final class PinnedGRPCConnectionGate: ChannelDuplexHandler, RemovableChannelHand
     /// The admission the write path asks, once the handshake completed (the contract every
     /// adapter that keeps connections shares: ``AdmissionGate``).
     private var gate: AdmissionGate?
-    private var refusal: PinningFailure?
+    private var refusal: RPCError?
     private var context: ChannelHandlerContext?
 
     init(connections: PinnedGRPCConnections, decision: Decision, generation: UInt64) {
@@ -59,8 +61,9 @@ final class PinnedGRPCConnectionGate: ChannelDuplexHandler, RemovableChannelHand
         // The verifier's refusal fails the handshake with swift-nio-ssl's generic error: hand
         // gRPC the reason instead.
         if gate == nil, error is NIOSSLError, let failure = decision.recorded?.failure {
-            refusal = failure
-            context.fireErrorCaught(failure)
+            let refused = Self.refusalError(failure)
+            refusal = refused
+            context.fireErrorCaught(refused)
             return
         }
         context.fireErrorCaught(error)
@@ -128,8 +131,25 @@ final class PinnedGRPCConnectionGate: ChannelDuplexHandler, RemovableChannelHand
 
     /// Closes the connection, with `failure` as the reason gRPC gives the RPCs it ends.
     private func refuse(_ failure: PinningFailure, context: ChannelHandlerContext) {
-        refusal = failure
-        context.fireErrorCaught(failure)
+        let refused = Self.refusalError(failure)
+        refusal = refused
+        context.fireErrorCaught(refused)
         context.close(promise: nil)
+    }
+
+    /// The error a refused connection ends with, as gRPC will surface it.
+    ///
+    /// gRPC words every connection that ends before its HTTP/2 preface as the server's doing
+    /// ("The server accepted the TCP connection but closed the connection before completing the
+    /// HTTP/2 connection preface.") and one that ends later as dropped; the client refused, and
+    /// the reader of that error must learn so and why without digging. An `RPCError` with the
+    /// same code (`.unavailable`) is merged by gRPC into the one it makes: our message is
+    /// appended to its own, and our cause, the `PinningFailure`, becomes its cause (so
+    /// `PinningFailure(unwrapping:)` finds it one level down). A plain error would only appear
+    /// inside gRPC's "(cause: ...)".
+    static func refusalError(_ failure: PinningFailure) -> RPCError {
+        RPCError(code: .unavailable,
+                 message: "refused by PinStore (the client ended the connection; the server did not close it): \(failure.summary)",
+                 cause: failure)
     }
 }

@@ -1,7 +1,7 @@
 /// A gRPC transport configuration that pinning cannot allow.
 ///
-/// Pin refusals themselves fail RPCs with an `RPCError` whose cause chain holds the
-/// `PinStore/PinningFailure` that says why; this error is for what would make the pin check
+/// Pin refusals themselves fail RPCs with an `RPCError` whose message says "refused by
+/// PinStore" and why, and whose cause is the `PinStore/PinningFailure`; this error is for what would make the pin check
 /// meaningless or impossible, found when the transport is made.
 ///
 /// ```swift

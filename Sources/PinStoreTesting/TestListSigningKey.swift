@@ -36,7 +36,7 @@ public struct TestPinList: Sendable, Hashable {
     ///
     /// ```swift
     /// var list = TestPinList(pinning: [pki.leaf.certificate])
-    /// list.crlModes = ["localhost": .enforce, "*.pay.example": .reportOnly]
+    /// list.crlModes = ["localhost": .enforceSoftFail, "*.pay.example": .reportOnly]
     /// ```
     public var crlModes: [String: CRLCheckMode] = [:]
 

@@ -37,7 +37,7 @@ import Testing
         return String(buffer: try await response.body.collect(upTo: 1 << 20))
     }
 
-    @Test(.timeLimit(.minutes(1)), arguments: [CRLCheckMode.enforce, .enforceHardFail])
+    @Test(.timeLimit(.minutes(1)), arguments: [CRLCheckMode.enforceSoftFail, .enforceHardFail])
     func aHostTheListPutsUnderACRLModeIsRefusedOnEveryConnectionAndNoRequestReachesIt(_ mode: CRLCheckMode) async throws {
         let world = try World()
         let lists = try await TestListServer.start(serving: world.list(localhost: mode), signedWith: world.key)
@@ -60,7 +60,7 @@ import Testing
     @Test(.timeLimit(.minutes(1)))
     func aHostTheListDoesNotNameStillWorks() async throws {
         let world = try World()
-        let lists = try await TestListServer.start(serving: world.list(localhost: .enforce), signedWith: world.key)
+        let lists = try await TestListServer.start(serving: world.list(localhost: .enforceSoftFail), signedWith: world.key)
         let server = try await TestHTTPSServer.start(presenting: world.other)
         defer { Task { try? await lists.shutdown(); try? await server.shutdown() } }
         let store = try Pins.signedListStore(listURL: lists.listURL, publicKey: world.key.publicKeyBase64)

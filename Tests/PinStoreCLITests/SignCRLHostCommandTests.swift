@@ -29,15 +29,15 @@ import Testing
         store.leafDecision(leaf: try TestResources.certificate("pki/localhost-dnsonly.pem").derRepresentation, peerAddress: "127.0.0.1")
     }
 
-    @Test func aHostTheListPutsUnderEnforceGetsThatModeInAStore() async throws {
-        let store = try await SignRevocationCommandTests.store(reading: try await Self.sign(["--crl-host", "localhost=enforce"]))
+    @Test func aHostTheListPutsUnderSoftFailGetsThatModeInAStore() async throws {
+        let store = try await SignRevocationCommandTests.store(reading: try await Self.sign(["--crl-host", "localhost=enforceSoftFail"]))
         let decision = try Self.leafDecision(store)
         #expect(!decision.isAllowed)
         #expect(decision.failure?.reason.crlCheckFailure?.unavailable?.code == .needsValidatedChain)
     }
 
     @Test func aPatternUnderReportOnlyReportsAndAllows() async throws {
-        let store = try await SignRevocationCommandTests.store(reading: try await Self.sign(["--crl-host", "*.pay.example=enforce", "--crl-host", "localhost=reportOnly"]))
+        let store = try await SignRevocationCommandTests.store(reading: try await Self.sign(["--crl-host", "*.pay.example=enforceSoftFail", "--crl-host", "localhost=reportOnly"]))
         let decision = try Self.leafDecision(store)
         #expect(decision.isAllowed)
         #expect(decision.reportedFailure?.reason.crlCheckFailure?.unavailable?.code == .needsValidatedChain)
@@ -54,12 +54,12 @@ import Testing
         let list = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-crl-host-\(UUID().uuidString).json")
         let result = try await Self.run(["--crl-host", "localhost=strict"], out: list)
         #expect(result.status != 0)
-        #expect(result.stderr.contains(#"mode "strict" is not one of "off", "reportOnly", "enforce", "enforceHardFail""#), "\(result.stderr)")
+        #expect(result.stderr.contains(#"mode "strict" is not one of "off", "reportOnly", "enforceSoftFail", "enforceHardFail""#), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: list.path))
     }
 
     @Test func twoEntriesForTheSameHostAreRefusedAsAmbiguous() async throws {
-        let result = try await Self.run(["--crl-host", "localhost=enforce", "--crl-host", "localhost=off"])
+        let result = try await Self.run(["--crl-host", "localhost=enforceSoftFail", "--crl-host", "localhost=off"])
         #expect(result.status != 0)
         #expect(result.stderr.contains("ambiguous"), "\(result.stderr)")
     }
@@ -72,7 +72,7 @@ import Testing
 
     @Test func aCRLSectionWithoutTheWholeListSignatureIsRefusedBeforeSigning() async throws {
         let result = try await PinstoreBinary.run(["sign", "--key", Self.key, "--cert", TestResources.fixturePath("pki/localhost.pem"),
-                                                   "--no-list-signature", "--crl-host", "localhost=enforce"])
+                                                   "--no-list-signature", "--crl-host", "localhost=enforceSoftFail"])
         #expect(result.status != 0)
         #expect(result.stderr.contains("--crl-host needs the whole-list signature"), "\(result.stderr)")
     }

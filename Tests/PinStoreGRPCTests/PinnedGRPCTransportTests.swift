@@ -103,6 +103,33 @@ import Testing
 
     @available(macOS 15.0, *)
     @Test(.timeLimit(.minutes(2)))
+    func theRefusedRPCsErrorSaysPinStoreRefusedTheServerAndWhy() async throws {
+        let world = try await World.start()
+        let impostor = try await TestGRPCServer.start(presenting: world.pki.impostor)
+        var refusal: (any Error)?
+        do {
+            _ = try await withGRPCClient(transport: try world.transport(to: impostor)) { client in
+                try await Self.echo(client, Array("secret".utf8))
+            }
+        } catch {
+            refusal = error
+        }
+        await impostor.shutdown()
+        await world.shutdown()
+        let error = try #require(refusal as? RPCError, "\(String(describing: refusal))")
+        let failure = try #require(PinningFailure(unwrapping: error), "\(error)")
+        #expect(failure.reason == .pinMismatch)
+        // The message itself, not only a cause three levels down, says the client refused and why.
+        #expect(error.code == .unavailable)
+        #expect(error.message.contains("refused by PinStore (the client ended the connection; the server did not close it): \(failure.summary)"),
+                "\(error.message)")
+        #expect("\(error)".contains("refused by PinStore"), "\(error)")
+        // The PinningFailure is the error's own cause.
+        #expect(error.cause.map { $0 is PinningFailure } == true, "\(String(describing: error.cause))")
+    }
+
+    @available(macOS 15.0, *)
+    @Test(.timeLimit(.minutes(2)))
     func aListUpdateThatWithdrawsThePinClosesTheConnection() async throws {
         let world = try await World.start()
         let server = try await TestGRPCServer.start(presenting: world.pki.leaf)
@@ -136,6 +163,7 @@ import Testing
             return
         }
         #expect(PinningFailure(unwrapping: error)?.reason == .pinMismatch, "\(String(reflecting: error))")
+        #expect("\(error)".contains("refused by PinStore"), "\(error)")
         // The server saw the first RPC only: nothing more was written on the withdrawn connection,
         // and no new connection was admitted.
         #expect(server.calls.count == 1)

@@ -53,7 +53,7 @@ import Testing
 
         // Two hours later the pin has expired: a new connection would be refused (no pins).
         clock.advance(7_200)
-        #expect(store.validate(commonName: "localhost", fingerprint: SHA256Digest.hash(der)) == .empty)
+        #expect(store.matchPins(commonName: "localhost", fingerprint: SHA256Digest.hash(der)) == .empty)
         let error = await #expect(throws: URLError.self) { _ = try await session.data(from: url) }
         #expect((error?.userInfo[NSUnderlyingErrorKey] as? PinningFailure)?.reason == .noPinsForHost(updateResult: nil))
     }

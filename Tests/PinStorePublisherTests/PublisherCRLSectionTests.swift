@@ -17,7 +17,7 @@ import PinStoreTesting
     @Test func aCRLSectionInThePublicationFileReachesTheListAndTheStoreAppliesIt() async throws {
         let fixture = try PublisherFixture(pki: try TestPKI(hosts: ["localhost"]))
         defer { fixture.cleanUp() }
-        try Self.writeSection(#"{"hosts": [{"name": "localhost", "mode": "enforce"}]}"#, in: fixture)
+        try Self.writeSection(#"{"hosts": [{"name": "localhost", "mode": "enforceSoftFail"}]}"#, in: fixture)
         let clock = TestClock()
         let (publisher, _) = try PublisherTests.publisher(fixture, clock: clock, file: try fixture.file(Self.file))
         await PublisherTests.probeThreeTimes(publisher, clock: clock)
@@ -47,7 +47,7 @@ import PinStoreTesting
     }
 
     @Test func aProposalWhoseCRLSectionDiffersFromThisVantagePointsIsNotCoSigned() {
-        let ours = CRLHostList.Wire(hosts: [CTLogList.Wire.Host(name: "a.example", mode: "enforce"),
+        let ours = CRLHostList.Wire(hosts: [CTLogList.Wire.Host(name: "a.example", mode: "enforceSoftFail"),
                                             CTLogList.Wire.Host(name: "*.b.example", mode: "reportOnly")])
         #expect(Publisher.sameCRL(ours, CRLHostList.Wire(hosts: ours.hosts.reversed())))
         #expect(!Publisher.sameCRL(nil, ours))

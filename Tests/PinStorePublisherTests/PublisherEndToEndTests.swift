@@ -44,7 +44,7 @@ import PinStoreTesting
     /// Whether the list the client holds carries `identity`'s leaf (a pin check alone, without
     /// the trust evaluation that would refuse an impostor anyway).
     static func listPins(_ client: PinnedClient, _ identity: TestIdentity) -> Bool {
-        client.store.validate(commonName: host, certificateData: identity.certificate.derRepresentation) == .trusted
+        client.store.matchPins(commonName: host, certificateData: identity.certificate.derRepresentation) == .trusted
     }
 
     @Test func anAnnouncedRotationRefusesNoRequestAndWithdrawsTheOldPinAfterGrace() async throws {

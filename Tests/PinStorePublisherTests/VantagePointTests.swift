@@ -71,7 +71,7 @@ import PinStoreTesting
         let shared = FileManager.default.temporaryDirectory.appendingPathComponent("proposals-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: shared) }
         let clock = TestClock()
-        let enforce = #"{"hosts": [{"name": "localhost", "mode": "enforce"}]}"#
+        let enforce = #"{"hosts": [{"name": "localhost", "mode": "enforceSoftFail"}]}"#
         let vantages = try Self.vantages(pki: pki, shared: shared, clock: clock,
                                          crlSections: [enforce, #"{"hosts": [{"name": "localhost", "mode": "reportOnly"}]}"#, enforce])
         defer { vantages.forEach { $0.fixture.cleanUp() } }
@@ -86,6 +86,6 @@ import PinStoreTesting
         await vantages[2].publisher.cycle()
         await vantages[0].publisher.cycle()
         let published = try Data(contentsOf: vantages[0].fixture.listURL)
-        #expect(Publisher.crl(in: published) == .some(CRLHostList.Wire(hosts: [CTLogList.Wire.Host(name: "localhost", mode: "enforce")])))
+        #expect(Publisher.crl(in: published) == .some(CRLHostList.Wire(hosts: [CTLogList.Wire.Host(name: "localhost", mode: "enforceSoftFail")])))
     }
 }

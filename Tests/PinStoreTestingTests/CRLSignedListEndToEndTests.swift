@@ -40,8 +40,8 @@ import Testing
     }
 
     @Test(.timeLimit(.minutes(1)))
-    func aHostTheListPutsUnderEnforceIsRefusedItsRevokedLeafOnTheNIOVerifier() async throws {
-        let hosts = try await Hosts.start(localhost: .enforce)
+    func aHostTheListPutsUnderSoftFailIsRefusedItsRevokedLeafOnTheNIOVerifier() async throws {
+        let hosts = try await Hosts.start(localhost: .enforceSoftFail)
         let store = try await hosts.store()
         let decision = try await CRLEndToEndTests.handshake(to: hosts.world.revoked, store: store, world: hosts.world)
         #expect(decision?.isAllowed == false)
@@ -50,8 +50,8 @@ import Testing
     }
 
     @Test(.timeLimit(.minutes(1)))
-    func aHostTheListPutsUnderEnforceIsRefusedItsRevokedLeafOnThePinnedURLSession() async throws {
-        let hosts = try await Hosts.start(localhost: .enforce)
+    func aHostTheListPutsUnderSoftFailIsRefusedItsRevokedLeafOnThePinnedURLSession() async throws {
+        let hosts = try await Hosts.start(localhost: .enforceSoftFail)
         let store = try await hosts.store()
         let server = try await TestHTTPSServer.start(presenting: hosts.world.revoked)
         defer { Task { try? await server.shutdown() } }
@@ -65,7 +65,7 @@ import Testing
 
     @Test(.timeLimit(.minutes(1)))
     func aHostTheListDoesNotNameKeepsTheStoresModeOffAndItsRevokedLeafIsAllowed() async throws {
-        let hosts = try await Hosts.start(localhost: .enforce)
+        let hosts = try await Hosts.start(localhost: .enforceSoftFail)
         let store = try await hosts.store()
         let decision = try await CRLEndToEndTests.handshake(to: hosts.revokedB, host: "b.example", store: store, world: hosts.world)
         guard case .allow? = decision else {
@@ -79,7 +79,7 @@ import Testing
 
     @Test(.timeLimit(.minutes(1)))
     func aListUpdateMovingTheHostToReportOnlyAllowsAndReportsItsRevokedLeafWithNoRestart() async throws {
-        let hosts = try await Hosts.start(localhost: .enforce)
+        let hosts = try await Hosts.start(localhost: .enforceSoftFail)
         let store = try await hosts.store()
         let before = try await CRLEndToEndTests.handshake(to: hosts.world.revoked, store: store, world: hosts.world)
         #expect(before?.isAllowed == false)

@@ -7,13 +7,13 @@ import Testing
 @Suite struct PinningTestFixtureTests {
     @Test(arguments: [TestListMode.staticList, .challenge]) func storeTrustsTheGenuineLeafAfterStart(mode: TestListMode) async throws {
         try await PinningTestFixture.withFixture(mode: mode) { fixture in
-            #expect(fixture.store.validate(commonName: "localhost", certificateChain: fixture.pki.leaf.chainDER) == .trusted)
+            #expect(fixture.store.matchPins(commonName: "localhost", certificateChain: fixture.pki.leaf.chainDER) == .trusted)
         }
     }
 
     @Test func storeRefusesTheImpostor() async throws {
         try await PinningTestFixture.withFixture { fixture in
-            #expect(fixture.store.validate(commonName: "localhost", certificateChain: fixture.pki.impostor.chainDER) == .untrusted)
+            #expect(fixture.store.matchPins(commonName: "localhost", certificateChain: fixture.pki.impostor.chainDER) == .untrusted)
         }
     }
 
@@ -35,8 +35,8 @@ import Testing
             let renewed = try fixture.pki.issueLeaf(for: fixture.hosts)
             let result = try await fixture.publish(pinning: [renewed.certificate])
             #expect(result == .ok)
-            #expect(fixture.store.validate(commonName: "localhost", certificateChain: renewed.chainDER) == .trusted)
-            #expect(fixture.store.validate(commonName: "localhost", certificateChain: fixture.pki.leaf.chainDER) == .untrusted)
+            #expect(fixture.store.matchPins(commonName: "localhost", certificateChain: renewed.chainDER) == .trusted)
+            #expect(fixture.store.matchPins(commonName: "localhost", certificateChain: fixture.pki.leaf.chainDER) == .untrusted)
         }
     }
 

@@ -115,9 +115,18 @@ import Testing
         #expect(error?.code == .invalidListData)
     }
 
+    @Test func theRetiredSpellingEnforceIsRefusedWithBothModesItCouldMean() {
+        // "enforce" let the connection through when the CRL could not be had; the list must
+        // now say which of the two it wants.
+        let error = #expect(throws: PinStoreError.self) { _ = try Self.section(#"{"hosts": [{"name": "a.example", "mode": "enforce"}]}"#) }
+        #expect(error?.code == .invalidListData)
+        #expect(error?.reason.contains(#""enforce" was renamed: "enforceSoftFail""#) == true, "\(String(describing: error))")
+        #expect(error?.reason.contains(#""enforceHardFail" refuses it"#) == true, "\(String(describing: error))")
+    }
+
     @Test func anUnknownMemberOfAHostEntryRefusesTheList() {
         let error = #expect(throws: PinStoreError.self) {
-            _ = try Self.section(#"{"hosts": [{"name": "a.example", "mode": "enforce", "subdomains": true}]}"#)
+            _ = try Self.section(#"{"hosts": [{"name": "a.example", "mode": "enforceSoftFail", "subdomains": true}]}"#)
         }
         #expect(error?.code == .invalidListData)
     }
@@ -132,7 +141,7 @@ import Testing
 
     @Test func theSignersCheckRefusesAnUnknownMemberOfTheSection() {
         let error = #expect(throws: PinStoreError.self) {
-            _ = try CRLHostList.checkedSection(Data(#"{"hosts": [], "defaultMode": "enforce"}"#.utf8))
+            _ = try CRLHostList.checkedSection(Data(#"{"hosts": [], "defaultMode": "enforceSoftFail"}"#.utf8))
         }
         #expect(error?.reason.contains("defaultMode") == true, "\(String(describing: error))")
     }
@@ -147,9 +156,9 @@ import Testing
         return try PinStore(configuration: configuration)
     }
 
-    @Test func theLeafViewRefusesAHostUnderEnforceWithATypedReason() throws {
+    @Test func theLeafViewRefusesAHostUnderSoftFailWithATypedReason() throws {
         let pki = try TestPKI(hosts: ["localhost"])
-        let store = try Self.store(mode: .enforce, pki: pki)
+        let store = try Self.store(mode: .enforceSoftFail, pki: pki)
         let decision = store.leafDecision(try LeafView(leaf: pki.leaf.certificate.derRepresentation, peerAddress: "::1"))
         #expect(decision.failure?.reason.crlCheckFailure?.unavailable?.code == .needsValidatedChain)
     }
@@ -233,7 +242,7 @@ import Testing
                    at: "intermediate.crl")
         var configuration = PinStore.Configuration(serviceURL: URL(string: "http://127.0.0.1:1/list.json")!, publicKey: try TestListSigningKey().publicKeyBase64,
                                                    storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-crl-run-\(UUID().uuidString)"))
-        configuration.crlMode = .enforce
+        configuration.crlMode = .enforceSoftFail
         let store = try PinStore(configuration: configuration, fetcher: URLSessionListFetcher(), clock: clock)
         let issuer = pki.intermediate
         await store.crl.load(url: try #require(pki.intermediateCRLURL), issuer: issuer.derRepresentation,

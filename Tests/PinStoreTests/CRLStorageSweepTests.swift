@@ -25,7 +25,7 @@ import Testing
         init() throws {
             url = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-crl-sweep-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            checker = CRLChecker(defaultMode: .enforce, directory: url)
+            checker = CRLChecker(defaultMode: .enforceSoftFail, directory: url)
             pki = try TestPKI(hosts: ["localhost"])
         }
 
@@ -151,7 +151,7 @@ import Testing
         let current = try folder.store(try folder.crl(nextUpdateIn: Self.day), for: "http://127.0.0.1:1/current.crl")
         var configuration = PinStore.Configuration(serviceURL: URL(string: "http://127.0.0.1:1/list.json")!, publicKey: try TestListSigningKey().publicKeyBase64,
                                                    storageDirectory: folder.url)
-        configuration.crlMode = .enforce
+        configuration.crlMode = .enforceSoftFail
         let store = try PinStore(configuration: configuration, fetcher: URLSessionListFetcher(), clock: clock)
         let service = Task { try await store.run() }
         defer { service.cancel() }

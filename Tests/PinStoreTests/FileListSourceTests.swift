@@ -66,6 +66,22 @@ import PinStoreSigning
         #expect(store.storedEntries == [Rotation.pinned])
     }
 
+    @Test func aFileReadIsReportedAsReadFromFileNotAsADownload() async throws {
+        let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
+        let ring = try KeyRing(count: 1)
+        let file = directory.url.appendingPathComponent("list.json")
+        try Self.list(ring, entries: [Rotation.pinned], version: 1).write(to: file)
+        let store = try PinStore(configuration: Self.configuration(ring, list: file, storage: directory.url))
+        let read = await store.updateWithReport(mode: .forced)
+        #expect(read.result == .ok, "\(String(describing: read.error))")
+        #expect(read.activity == .readFromFile)
+        // A failed read too: nothing was downloaded.
+        try FileManager.default.removeItem(at: file)
+        let missing = await store.updateWithReport(mode: .forced)
+        #expect(missing.result != .ok)
+        #expect(missing.activity == .readFromFile)
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func runFollowsAConfigMapSwapWithNoRestart() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }

@@ -162,7 +162,7 @@ extension PinStoreEndToEndTests {
             let report = await store.updateWithReport(mode: .forced)
             #expect(report.result == .networkError)
             #expect(report.error?.description.contains("Retry-After") == true)
-            #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+            #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
             #expect(store.nextUpdateDate >= clock.now() + 300)
             // A refusal two minutes later does not go to the server: it asked for five.
             clock.advance(120)

@@ -17,35 +17,35 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.cleanUp() }
         let store = try await primedStore(directory)
-        #expect(store.validate(commonName: "www.pinstore.test", certificateData: try StoreFixtures.der("wildcard")) == .trusted)
+        #expect(store.matchPins(commonName: "www.pinstore.test", certificateData: try StoreFixtures.der("wildcard")) == .trusted)
     }
 
     @Test func validateRefusesANameWithANULLabel() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanUp() }
         let store = try await primedStore(directory)
-        #expect(store.validate(commonName: "\0.pinstore.test", certificateData: try StoreFixtures.der("wildcard")) == .untrusted)
+        #expect(store.matchPins(commonName: "\0.pinstore.test", certificateData: try StoreFixtures.der("wildcard")) == .untrusted)
     }
 
     @Test func validateRefusesALeadingDotName() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanUp() }
         let store = try await primedStore(directory)
-        #expect(store.validate(commonName: ".pinstore.test", certificateData: try StoreFixtures.der("wildcard")) == .untrusted)
+        #expect(store.matchPins(commonName: ".pinstore.test", certificateData: try StoreFixtures.der("wildcard")) == .untrusted)
     }
 
     @Test func validateRefusesANameWithAnEmptyInnerLabel() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanUp() }
         let store = try await primedStore(directory)
-        #expect(store.validate(commonName: "api..pinstore.test", certificateData: try StoreFixtures.der("wildcard")) == .untrusted)
+        #expect(store.matchPins(commonName: "api..pinstore.test", certificateData: try StoreFixtures.der("wildcard")) == .untrusted)
     }
 
     @Test func validateStillAcceptsATrailingDotAndUppercase() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanUp() }
         let store = try await primedStore(directory)
-        #expect(store.validate(commonName: "LocalHost.", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+        #expect(store.matchPins(commonName: "LocalHost.", certificateData: try StoreFixtures.der("localhost")) == .trusted)
     }
 
     @Test func chainValidationRefusesALeadingDotHost() throws {

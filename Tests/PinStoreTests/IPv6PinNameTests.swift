@@ -23,8 +23,8 @@ import PinStoreSigning
         let store = try StoreFixtures.store(ScriptedFetcher.serving(list), directory: directory.url)
         #expect(await store.update() == .ok)
         let leaf = SHA256Digest.hash(try StoreFixtures.der("localhost"))
-        #expect(store.validate(commonName: "::1", fingerprint: leaf) == .trusted)
-        #expect(store.validate(commonName: "0::1", fingerprint: leaf) == .trusted)
+        #expect(store.matchPins(commonName: "::1", fingerprint: leaf) == .trusted)
+        #expect(store.matchPins(commonName: "0::1", fingerprint: leaf) == .trusted)
     }
 
     @Test func chainAwareDecisionChecksTheListPinOfAnIPv6AddressWrittenInAnotherForm() async throws {

@@ -31,7 +31,7 @@ extension PinStoreEndToEndTests {
             #expect(report.error?.code == .invalidKeyDocument, "\(report.error?.description ?? "no error")")
             #expect(report.error?.reason.contains("key documents") == true, "\(report.error?.description ?? "no error")")
             #expect(report.result == .invalidData)
-            #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+            #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
             #expect(try Data(contentsOf: store.configuration.storeFileURL) == stored)
         }
     }

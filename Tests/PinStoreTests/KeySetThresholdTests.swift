@@ -20,7 +20,7 @@ import PinStoreSigning
         defer { directory.cleanUp() }
         let store = try await Self.storeWithList(try KeyRing(count: 3), Publication(), directory: directory.url)
         #expect(store.storedEntries == [Rotation.pinned])
-        #expect(store.validate(commonName: Rotation.host, fingerprint: Rotation.pinned.fingerprint) == .trusted)
+        #expect(store.matchPins(commonName: Rotation.host, fingerprint: Rotation.pinned.fingerprint) == .trusted)
     }
 
     @Test func anyTwoKeysOfTheSetMaySign() async throws {

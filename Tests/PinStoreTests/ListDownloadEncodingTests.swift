@@ -42,7 +42,7 @@ extension PinStoreEndToEndTests {
             #expect(report.result == .invalidData)
             #expect(report.error?.code == .invalidListData)
             #expect(report.error?.description.contains("gzip-encoded") == true, "\(report.error?.description ?? "no error")")
-            #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+            #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
             #expect(try Data(contentsOf: store.configuration.storeFileURL) == stored)
         }
     }

@@ -32,10 +32,10 @@ import PinStoreSigning
         #expect(try PinPolicyTests.decide(store, "localhost-renewed-chain").isAllowed)
         #expect(try PinPolicyTests.decide(store, "attacker-chain").failure?.reason == .pinMismatch)
         let spki = try TestResources.certificate("pki/localhost.pem").subjectPublicKeyInfo
-        #expect(store.validate(commonName: "localhost", publicKeySHA256: SHA256Digest.hash(spki)) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", publicKeySHA256: SHA256Digest.hash(spki)) == .trusted)
         // A certificate shows its key, as the leaf view's does; a lone fingerprint cannot prove a key pin.
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
-        #expect(store.validate(commonName: "localhost", fingerprint: SHA256Digest.hash(try StoreFixtures.der("localhost"))) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", fingerprint: SHA256Digest.hash(try StoreFixtures.der("localhost"))) == .untrusted)
     }
 
     @Test func aWholeListSignedCAKeyPinRefusesALeafUnderAnotherCA() async throws {

@@ -145,7 +145,7 @@ import Testing
         let error = #expect(throws: PinStoreError.self) {
             try Self.verifier(key).verify(PersistedList(mode: .static, body: Data(text.utf8), nextUpdate: 0))
         }
-        #expect(error?.code == .invalidListData)
+        #expect(error?.code == .invalidListSignature)
         #expect(error?.reason.contains("revocations section but no whole-list signature") == true)
     }
 
@@ -268,7 +268,7 @@ import Testing
     }
 
     @Test func aLoneFingerprintCannotRuleOutARevokedKey() throws {
-        // validate(commonName:fingerprint:) knows the certificate digest only.
+        // matchPins(commonName:fingerprint:) knows the certificate digest only.
         let fingerprint = try #require(Digest32(try Self.certificate("localhost").fingerprint))
         let section = try Self.section([.key(of: try Self.certificate("attacker"))])
         let result = RevocationRule().check(try Self.context(.leafOnly(.init(fingerprint: fingerprint)), revocations: section))

@@ -252,6 +252,11 @@ struct UpdaterHarness {
         #expect(error?.code == .rollback)
     }
 
+    @Test func aStaticListWithoutAWholeListSignatureAfterASignedOneIsAMissingSignature() throws {
+        let error = #expect(throws: PinStoreError.self) { try ListAcceptance.check(verified(), against: inForce(version: 2, timestamp: 100), at: now) }
+        #expect(error?.code == .invalidListSignature)
+    }
+
     @Test func anOlderSignedTimestampIsRefused() throws {
         let error = #expect(throws: PinStoreError.self) {
             try ListAcceptance.check(verified(timestamp: 99), against: inForce(timestamp: 100), at: now)

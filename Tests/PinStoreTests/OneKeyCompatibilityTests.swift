@@ -17,7 +17,7 @@ import Testing
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: url.path)
         let fetcher = ScriptedFetcher.serving(Data())
         let store = try StoreFixtures.store(fetcher, directory: directory.url)
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
         #expect(await store.update() == .ok)
         #expect(fetcher.requestCount == 0)
         #expect(store.keySetVersion == 1)
@@ -45,6 +45,6 @@ import Testing
         let later = ManualClock(Date(timeIntervalSince1970: TimeInterval(Rotation.now + 120)))
         let restarted = try PinStore(configuration: configuration, fetcher: publication.fetcher(), clock: later)
         #expect(restarted.nextUpdateDate <= later.now())
-        #expect(restarted.validate(commonName: Rotation.host, fingerprint: Rotation.pinned.fingerprint) == .empty)
+        #expect(restarted.matchPins(commonName: Rotation.host, fingerprint: Rotation.pinned.fingerprint) == .empty)
     }
 }

@@ -9,7 +9,7 @@ import Testing
 /// (issue 24).
 ///
 /// The peers' certificates A, B, C are three leaves with distinct keys from Fixtures/pki;
-/// `validate(commonName:certificateChain:)` checks pins only, so any fixture chain stands for
+/// `matchPins(commonName:certificateChain:)` checks pins only, so any fixture chain stands for
 /// any host name.
 enum PeerCase {
     /// OkHttp's `certA1`: the `localhost` leaf.
@@ -40,7 +40,7 @@ enum PeerCase {
 
     /// The store's verdict on `chain` for `host`.
     static func check(_ store: PinStore, _ host: String, _ chain: [Data]) -> PinStore.ValidationResult {
-        store.validate(commonName: host, certificateChain: chain)
+        store.matchPins(commonName: host, certificateChain: chain)
     }
 
     /// The error a store refuses `policies` with, or nil (recording an issue) if it accepts them.

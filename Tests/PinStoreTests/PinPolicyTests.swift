@@ -102,12 +102,12 @@ import Testing
     @Test func aDenyPinRefusesAListPinnedChainToo() throws {
         let store = try Self.store(denied: [Self.spki("localhost")], fallback: TestResources.fixture("lists/fallback.json"))
         #expect(try Self.decide(store, "localhost-chain").failure?.reason == .deniedKey(depth: 0))
-        #expect(store.validate(commonName: "localhost", certificateChain: try TestResources.chainDER("pki/localhost-chain.pem")) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", certificateChain: try TestResources.chainDER("pki/localhost-chain.pem")) == .untrusted)
     }
 
     @Test func aDenyPinMakesTheFingerprintFormUntrusted() throws {
         let store = try Self.store(denied: [Self.spki("attacker")], fallback: TestResources.fixture("lists/fallback.json"))
-        #expect(store.validate(commonName: "localhost", fingerprint: try TestResources.certificate("pki/localhost.pem").fingerprint) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", fingerprint: try TestResources.certificate("pki/localhost.pem").fingerprint) == .untrusted)
     }
 
     // MARK: - Configuration
@@ -195,7 +195,7 @@ import Testing
             .certificate(sha256Base64: try TestResources.certificate("pki/localhost.pem").fingerprintBase64, depth: 0),
             .caKey(spkiSHA256Base64: try Self.spki("intermediate-ca")),
         ], requiresMatchInEachCategory: true)])
-        #expect(store.validate(commonName: "localhost", fingerprint: try TestResources.certificate("pki/localhost.pem").fingerprint) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", fingerprint: try TestResources.certificate("pki/localhost.pem").fingerprint) == .untrusted)
     }
 
     @Test func anExpiredPolicyIsWarnedAboutAtStartAndCounted() throws {

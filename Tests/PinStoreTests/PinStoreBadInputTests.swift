@@ -30,7 +30,7 @@ import Testing
             fetcher.answer(script)
             let report = await store.updateWithReport(mode: .forced)
             #expect(try Data(contentsOf: store.configuration.storeFileURL) == fileBytes, "the store file changed")
-            #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted, "the stored pins changed")
+            #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted, "the stored pins changed")
             directory.cleanUp()
             return report
         }

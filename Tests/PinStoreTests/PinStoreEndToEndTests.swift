@@ -36,7 +36,7 @@ import Testing
             let store = try store(server, directory: directory)
             let report = await store.updateWithReport()
             #expect(report.result == .ok, "\(report.error?.description ?? "")")
-            #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+            #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
             #expect(server.requestCount == 1)
         }
     }
@@ -47,7 +47,7 @@ import Testing
             let store = try store(server, directory: directory, useChallenge: true)
             #expect(await store.update() == .ok)
             #expect(await store.update(mode: .forced) == .ok)
-            #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+            #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
             #expect(server.requestCount == 2)
         }
     }

@@ -257,8 +257,8 @@ import PinStoreSigning
         clock.advance(600)
         #expect(await b.update(mode: .forced) == .ok)
         // A's update is due: it finds B's newer list in the file and takes it, no download.
-        _ = a.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost"))
-        try await waitUntil { a.validate(commonName: "localhost", certificateData: try StoreFixtures.der("attacker")) == .trusted }
+        _ = a.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost"))
+        try await waitUntil { a.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("attacker")) == .trusted }
         #expect(fetcherA.requestCount == 1)
         #expect(a.nextUpdateDate == b.nextUpdateDate)
     }
@@ -275,12 +275,12 @@ import PinStoreSigning
         #expect(await a.update(mode: .forced) == .ok)  // A loaded nothing older: it has 300 (and wrote it)
         #expect(await b.update(mode: .forced) == .ok)  // B writes its 200 list again
         clock.advance(600)
-        _ = a.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost"))
+        _ = a.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost"))
         // A downloads instead of adopting the older file.
         try await waitUntil { fetcherA.requestCount == 2 }
         try await waitUntil { a.nextUpdateDate > clock.now() }
-        #expect(a.validate(commonName: "localhost", certificateData: try StoreFixtures.der("attacker")) == .untrusted)
-        #expect(a.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+        #expect(a.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("attacker")) == .untrusted)
+        #expect(a.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
     }
 }
 
@@ -303,10 +303,10 @@ extension SharedStorageTests {
         older["nextUpdate"] = clock.now().timeIntervalSince1970 + 5_000
         try JSONSerialization.data(withJSONObject: older).write(to: configuration.storeFileURL)
         clock.advance(600)
-        _ = a.validate(commonName: "localhost", certificateData: try StoreFixtures.der("attacker"))
+        _ = a.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("attacker"))
         // A downloads instead of adopting the older list: the removed pin stays removed.
         try await waitUntil { fetcherA.requestCount == 2 && a.nextUpdateDate > clock.now() }
-        #expect(a.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .untrusted)
+        #expect(a.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .untrusted)
     }
 }
 
@@ -361,7 +361,7 @@ extension SharedStorageTests {
         #expect(report.result == .invalidData)
         #expect(report.error?.reason.contains("no timestamp") == true)
         #expect(try Data(contentsOf: store.configuration.storeFileURL) == before)
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("attacker")) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("attacker")) == .untrusted)
     }
 
     @Test func aStaticStoreFileDoesNotLoadIntoAChallengeModeStore() async throws {
@@ -370,7 +370,7 @@ extension SharedStorageTests {
         #expect(await staticStore.update() == .ok)
         let challengeStore = try StoreFixtures.store(ScriptedFetcher.serving(Data()), directory: directory.url, useChallenge: true)
         #expect(challengeStore.storedEntries.isEmpty)
-        #expect(challengeStore.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
+        #expect(challengeStore.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
     }
 
     @Test func aFailedSaveIsReportedAndCountedWhileTheListStaysInForce() async throws {
@@ -387,6 +387,6 @@ extension SharedStorageTests {
         #expect(report.result == .ok)
         #expect(report.saveError?.code == .storage)
         #expect(metrics.counterTotal(label: "pinstore_list_save_failures_total") == 1)
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
     }
 }

@@ -21,7 +21,7 @@ import Testing
         _ = try await primedStore(directory)
         let fetcher = ScriptedFetcher.serving(Data())
         let again = try reopened(directory, fetcher: fetcher)
-        #expect(again.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+        #expect(again.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
         #expect(await again.update() == .ok)
         #expect(fetcher.requestCount == 0)
     }
@@ -51,9 +51,9 @@ import Testing
         persisted.body = Data(String(decoding: persisted.body, as: UTF8.self).replacingOccurrences(of: localhost, with: attacker).utf8)
         try JSONEncoder().encode(persisted).write(to: url)
         let again = try reopened(directory, fallback: try StoreFixtures.list("fallback.json"))
-        #expect(again.validate(commonName: "localhost", certificateData: try StoreFixtures.der("attacker")) == .untrusted)
-        #expect(again.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted) // fallback
-        #expect(again.validate(commonName: "api.pinstore.test", certificateData: try StoreFixtures.der("api-p256")) == .empty)
+        #expect(again.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("attacker")) == .untrusted)
+        #expect(again.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted) // fallback
+        #expect(again.matchPins(commonName: "api.pinstore.test", certificateData: try StoreFixtures.der("api-p256")) == .empty)
     }
 
     @Test func truncatedFileIsIgnored() async throws {
@@ -62,14 +62,14 @@ import Testing
         let url = store.configuration.storeFileURL
         let bytes = try Data(contentsOf: url)
         try bytes.prefix(bytes.count / 2).write(to: url)
-        #expect(try reopened(directory).validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
+        #expect(try reopened(directory).matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
     }
 
     @Test func garbageFileIsIgnored() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         let store = try await primedStore(directory)
         try Data((0..<4096).map { _ in UInt8.random(in: 0...255) }).write(to: store.configuration.storeFileURL)
-        #expect(try reopened(directory).validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
+        #expect(try reopened(directory).matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
     }
 
     @Test func corruptedFileIsReplacedByTheNextGoodUpdate() async throws {
@@ -93,7 +93,7 @@ import Testing
         var configuration = try StoreFixtures.configuration(directory: directory.url)
         configuration.publicKey = try TestResources.fixtureText("keys/other-signing.pub.b64")
         let rotated = try PinStore(configuration: configuration, fetcher: ScriptedFetcher.serving(Data()), clock: ManualClock.inValidPeriod())
-        #expect(rotated.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
+        #expect(rotated.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
     }
 
     @Test func storesWithDifferentIdentifiersLiveSideBySide() async throws {
@@ -101,7 +101,7 @@ import Testing
         _ = try await primedStore(directory)
         let other = try PinStore(configuration: StoreFixtures.configuration(directory: directory.url, identifier: "payments"),
                                  fetcher: ScriptedFetcher.serving(Data()), clock: ManualClock.inValidPeriod())
-        #expect(other.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
+        #expect(other.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
         #expect(other.configuration.storeFileURL != (try StoreFixtures.configuration(directory: directory.url)).storeFileURL)
     }
 
@@ -151,8 +151,8 @@ import Testing
             for _ in 0..<4 {
                 group.addTask {
                     for _ in 0..<5_000 {
-                        if store.validate(commonName: "localhost", certificateChain: chain) != .trusted { wrong.withLock { $0 += 1 } }
-                        if store.validate(commonName: "localhost", certificateData: attacker) == .trusted { wrong.withLock { $0 += 1 } }
+                        if store.matchPins(commonName: "localhost", certificateChain: chain) != .trusted { wrong.withLock { $0 += 1 } }
+                        if store.matchPins(commonName: "localhost", certificateData: attacker) == .trusted { wrong.withLock { $0 += 1 } }
                     }
                 }
             }

@@ -78,15 +78,15 @@ enum SignedLists {
         #expect(await store.update(mode: .forced) == .ok)
         #expect(fetcher.requestCount == 1)
         // Not due yet: validating does not touch the network.
-        for _ in 0..<100 { _ = store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) }
+        for _ in 0..<100 { _ = store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) }
         try await Task.sleep(for: .milliseconds(50))
         #expect(fetcher.requestCount == 1)
         // Due: the next validation answers from the pins it has and starts one download.
         fetcher.answer { _ in FingerprintListResponse(statusCode: 200, headers: [:], body: try! SignedLists.staticList(["attacker"])) }
         clock.set(store.nextUpdateDate)
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
-        for _ in 0..<100 { _ = store.validate(commonName: "localhost", fingerprint: Data(count: 32)) }
-        try await waitUntil { store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("attacker")) == .trusted }
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+        for _ in 0..<100 { _ = store.matchPins(commonName: "localhost", fingerprint: Data(count: 32)) }
+        try await waitUntil { store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("attacker")) == .trusted }
         #expect(fetcher.requestCount == 2)
     }
 
@@ -97,16 +97,16 @@ enum SignedLists {
         let store = try StoreFixtures.store(fetcher, directory: directory.url, clock: clock,
                                             fallback: try StoreFixtures.list("static-good.json"))
         let leaf = try StoreFixtures.der("localhost")
-        #expect(store.validate(commonName: "localhost", certificateData: leaf) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: leaf) == .trusted)
         try await waitUntil { fetcher.requestCount == 1 && store.nextUpdateDate > clock.now() }
         #expect(store.nextUpdateDate == clock.now() + 60)
-        for _ in 0..<50 { _ = store.validate(commonName: "localhost", certificateData: leaf) }
+        for _ in 0..<50 { _ = store.matchPins(commonName: "localhost", certificateData: leaf) }
         clock.advance(59)
-        _ = store.validate(commonName: "localhost", certificateData: leaf)
+        _ = store.matchPins(commonName: "localhost", certificateData: leaf)
         try await Task.sleep(for: .milliseconds(50))
         #expect(fetcher.requestCount == 1)
         clock.advance(1)
-        _ = store.validate(commonName: "localhost", certificateData: leaf)
+        _ = store.matchPins(commonName: "localhost", certificateData: leaf)
         try await waitUntil { fetcher.requestCount == 2 && store.nextUpdateDate > clock.now() }
         #expect(store.nextUpdateDate == clock.now() + 120)
     }

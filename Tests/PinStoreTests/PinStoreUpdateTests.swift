@@ -94,7 +94,7 @@ import Testing
         fetcher.answer { _ in FingerprintListResponse(statusCode: 200, headers: [:], body: try! StoreFixtures.list("static-depth.json")) }
         #expect(await store.update(mode: .forced) == .ok)
         // The api.pinstore.test pins were removed on the server, so they are gone here too.
-        #expect(store.validate(commonName: "api.pinstore.test", certificateData: try StoreFixtures.der("api-p256")) == .empty)
+        #expect(store.matchPins(commonName: "api.pinstore.test", certificateData: try StoreFixtures.der("api-p256")) == .empty)
         #expect(store.storedEntries.count == 1)
     }
 
@@ -105,7 +105,7 @@ import Testing
         _ = await store.update()
         fetcher.answer { _ in FingerprintListResponse(statusCode: 200, headers: [:], body: try! StoreFixtures.list("static-expired-only.json")) }
         #expect(await store.update(mode: .forced) == .storeIsEmpty)
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
     }
 
     @Test func expiredEntriesAreDroppedFromAnAcceptedList() async throws {

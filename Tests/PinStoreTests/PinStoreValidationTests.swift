@@ -19,59 +19,59 @@ import Testing
     deinit { directory.cleanUp() }
 
     @Test func pinnedCertificateIsTrusted() throws {
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
     }
 
     @Test func fingerprintOfPinnedCertificateIsTrusted() throws {
         let fingerprint = SHA256Digest.hash(try StoreFixtures.der("localhost"))
-        #expect(store.validate(commonName: "localhost", fingerprint: fingerprint) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", fingerprint: fingerprint) == .trusted)
     }
 
     @Test func otherCertificateForPinnedNameIsUntrusted() throws {
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("attacker")) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("attacker")) == .untrusted)
     }
 
     @Test func nameWithoutPinsIsEmpty() throws {
-        #expect(store.validate(commonName: "example.com", certificateData: try StoreFixtures.der("localhost")) == .empty)
+        #expect(store.matchPins(commonName: "example.com", certificateData: try StoreFixtures.der("localhost")) == .empty)
     }
 
     @Test func eitherOfTwoPinsForOneNameIsTrusted() throws {
-        #expect(store.validate(commonName: "api.pinstore.test", certificateData: try StoreFixtures.der("api-p256")) == .trusted)
-        #expect(store.validate(commonName: "api.pinstore.test", certificateData: try StoreFixtures.der("api-rsa")) == .trusted)
+        #expect(store.matchPins(commonName: "api.pinstore.test", certificateData: try StoreFixtures.der("api-p256")) == .trusted)
+        #expect(store.matchPins(commonName: "api.pinstore.test", certificateData: try StoreFixtures.der("api-rsa")) == .trusted)
     }
 
     @Test func nameMatchIsCaseInsensitiveAndIgnoresTrailingDot() throws {
         let der = try StoreFixtures.der("localhost")
-        #expect(store.validate(commonName: "LocalHost", certificateData: der) == .trusted)
-        #expect(store.validate(commonName: "localhost.", certificateData: der) == .trusted)
+        #expect(store.matchPins(commonName: "LocalHost", certificateData: der) == .trusted)
+        #expect(store.matchPins(commonName: "localhost.", certificateData: der) == .trusted)
     }
 
     @Test func wildcardEntryMatchesExactlyOneLabel() throws {
         let der = try StoreFixtures.der("wildcard")
-        #expect(store.validate(commonName: "www.pinstore.test", certificateData: der) == .trusted)
-        #expect(store.validate(commonName: "a.b.pinstore.test", certificateData: der) == .empty)
-        #expect(store.validate(commonName: "pinstore.test", certificateData: der) == .empty)
+        #expect(store.matchPins(commonName: "www.pinstore.test", certificateData: der) == .trusted)
+        #expect(store.matchPins(commonName: "a.b.pinstore.test", certificateData: der) == .empty)
+        #expect(store.matchPins(commonName: "pinstore.test", certificateData: der) == .empty)
     }
 
     @Test func exactNameWithPinsDoesNotFallThroughToWildcardCertificate() throws {
         // api.pinstore.test has exact pins and is covered by *.pinstore.test: both count.
-        #expect(store.validate(commonName: "api.pinstore.test", certificateData: try StoreFixtures.der("wildcard")) == .trusted)
-        #expect(store.validate(commonName: "api.pinstore.test", certificateData: try StoreFixtures.der("localhost")) == .untrusted)
+        #expect(store.matchPins(commonName: "api.pinstore.test", certificateData: try StoreFixtures.der("wildcard")) == .trusted)
+        #expect(store.matchPins(commonName: "api.pinstore.test", certificateData: try StoreFixtures.der("localhost")) == .untrusted)
     }
 
     @Test func expiredEntriesAreSkipped() throws {
         clock.set(Date(timeIntervalSince1970: 4_102_444_799)) // the `expires` second itself is dead
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
     }
 
     @Test func chainValidationMatchesLeafPinsAtDepthZero() throws {
         let chain = try TestResources.chainDER("pki/localhost-chain.pem")
-        #expect(store.validate(commonName: "localhost", certificateChain: chain) == .trusted)
-        #expect(store.validate(commonName: "localhost", certificateChain: try TestResources.chainDER("pki/attacker-chain.pem")) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", certificateChain: chain) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateChain: try TestResources.chainDER("pki/attacker-chain.pem")) == .untrusted)
     }
 
     @Test func emptyChainIsNotTrusted() {
-        #expect(store.validate(commonName: "localhost", certificateChain: []) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", certificateChain: []) == .untrusted)
     }
 }
 
@@ -81,24 +81,24 @@ import Testing
         let store = try StoreFixtures.store(ScriptedFetcher.serving(StoreFixtures.list("static-good.json")), directory: directory.url,
                                             expectedCommonNames: ["api.pinstore.test"])
         #expect(await store.update() == .ok)
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .untrusted)
-        #expect(store.validate(commonName: "API.pinstore.test", certificateData: try StoreFixtures.der("api-p256")) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .untrusted)
+        #expect(store.matchPins(commonName: "API.pinstore.test", certificateData: try StoreFixtures.der("api-p256")) == .trusted)
     }
 
     @Test func storeWithNoEntriesAtAllAnswersEmpty() throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         let store = try StoreFixtures.store(ScriptedFetcher.serving(Data()), directory: directory.url)
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
     }
 
     @Test func fallbackPinsApplyBeforeAnyUpdate() throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
-        // A list server that never answers: the store is due, so `validate` starts a background
+        // A list server that never answers: the store is due, so `matchPins` starts a background
         // update, but its answer comes from the fallback at once, never from a download.
         let fetcher = ScriptedFetcher.serving(Data(), delay: .seconds(3_600))
         let store = try StoreFixtures.store(fetcher, directory: directory.url, fallback: StoreFixtures.list("fallback.json"))
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("attacker")) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("attacker")) == .untrusted)
     }
 
     @Test func fallbackAndStoredPinsBothCount() async throws {
@@ -106,22 +106,22 @@ import Testing
         let store = try StoreFixtures.store(ScriptedFetcher.serving(StoreFixtures.list("static-good.json")), directory: directory.url,
                                             fallback: StoreFixtures.list("fallback.json"))
         #expect(await store.update() == .ok)
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
-        #expect(store.validate(commonName: "api.pinstore.test", certificateData: try StoreFixtures.der("api-p256")) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+        #expect(store.matchPins(commonName: "api.pinstore.test", certificateData: try StoreFixtures.der("api-p256")) == .trusted)
     }
 
     @Test func issuerPinnedAtDepthOneMatchesOnlyInChain() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         let store = try StoreFixtures.store(ScriptedFetcher.serving(StoreFixtures.list("static-depth.json")), directory: directory.url)
         #expect(await store.update() == .ok)
-        #expect(store.validate(commonName: "localhost", certificateChain: try TestResources.chainDER("pki/localhost-chain.pem")) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateChain: try TestResources.chainDER("pki/localhost-chain.pem")) == .trusted)
         // Any leaf under the pinned intermediate is accepted at depth 1, the attacker's too:
         // that is what an issuer pin means; the leaf pin is the stronger choice.
-        #expect(store.validate(commonName: "localhost", certificateChain: try TestResources.chainDER("pki/attacker-chain.pem")) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateChain: try TestResources.chainDER("pki/attacker-chain.pem")) == .trusted)
         // A lone leaf cannot satisfy an issuer pin.
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .untrusted)
-        #expect(store.validate(commonName: "localhost", certificateChain: [try StoreFixtures.der("localhost")]) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", certificateChain: [try StoreFixtures.der("localhost")]) == .untrusted)
         // A chain under another issuer does not match.
-        #expect(store.validate(commonName: "localhost", certificateChain: try TestResources.chainDER("pki/rogue-leaf.pem", "pki/rogue-root-ca.pem")) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", certificateChain: try TestResources.chainDER("pki/rogue-leaf.pem", "pki/rogue-root-ca.pem")) == .untrusted)
     }
 }

@@ -6,7 +6,7 @@ import Testing
 /// Which static policy supplies a host's pins when several match (the most specific one, as
 /// Apple, Android and TrustKit choose), how enforcement and expiry combine with that, and how
 /// the policies combine with the signed list (union). Decided by the store over fixture chains
-/// (`validate(commonName:certificateChain:)` checks pins only, so any name can be tried).
+/// (`matchPins(commonName:certificateChain:)` checks pins only, so any name can be tried).
 @Suite struct PolicySpecificityTests {
     static func spki(_ certificate: String) throws -> String { try PinPolicyTests.spki(certificate) }
     static let backup = PinPolicyTests.backup
@@ -31,9 +31,9 @@ import Testing
     @Test func appleSubdomainsReachOneLabelDownNotTwo() throws {
         let plist = PolicyPlist.pinnedDomains(["example.com": (subdomains: true, ca: [try Self.spki("intermediate-ca"), Self.backup], leaf: [])])
         let store = try PinPolicyTests.store(policies: PinPolicyImport.infoPlist(plist))
-        #expect(store.validate(commonName: "example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
-        #expect(store.validate(commonName: "math.example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
-        #expect(store.validate(commonName: "advanced.math.example.com", certificateChain: try Self.chain("localhost-chain")) == .empty)
+        #expect(store.matchPins(commonName: "example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
+        #expect(store.matchPins(commonName: "math.example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
+        #expect(store.matchPins(commonName: "advanced.math.example.com", certificateChain: try Self.chain("localhost-chain")) == .empty)
     }
 
     /// The first case: `example.com` (subdomains, the intermediate CA pinned) and
@@ -44,8 +44,8 @@ import Testing
             "advanced.math.example.com": (subdomains: false, ca: [], leaf: [try Self.spki("attacker"), Self.backup]),
         ])
         let store = try PinPolicyTests.store(policies: PinPolicyImport.infoPlist(plist))
-        #expect(store.validate(commonName: "advanced.math.example.com", certificateChain: try Self.chain("localhost-chain")) == .untrusted)
-        #expect(store.validate(commonName: "math.example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
+        #expect(store.matchPins(commonName: "advanced.math.example.com", certificateChain: try Self.chain("localhost-chain")) == .untrusted)
+        #expect(store.matchPins(commonName: "math.example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
     }
 
     @Test func aBroadParentPolicysPinDoesNotAdmitWhatTheHostsOwnPolicyRefuses() throws {
@@ -53,8 +53,8 @@ import Testing
             Self.policy("**.example.com", try Self.intermediateCA()),
             Self.policy("api.example.com", try Self.attackerLeaf()),
         ])
-        #expect(store.validate(commonName: "api.example.com", certificateChain: try Self.chain("localhost-chain")) == .untrusted)
-        #expect(store.validate(commonName: "www.example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
+        #expect(store.matchPins(commonName: "api.example.com", certificateChain: try Self.chain("localhost-chain")) == .untrusted)
+        #expect(store.matchPins(commonName: "www.example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
     }
 
     @Test func aOneLabelPolicyIsMoreSpecificThanAnAnyDepthOne() throws {
@@ -62,9 +62,9 @@ import Testing
             Self.policy("example.com", includesSubdomains: true, try Self.intermediateCA()),
             Self.policy("*.example.com", try Self.attackerLeaf()),
         ])
-        #expect(store.validate(commonName: "api.example.com", certificateChain: try Self.chain("localhost-chain")) == .untrusted)
-        #expect(store.validate(commonName: "v1.api.example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
-        #expect(store.validate(commonName: "example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
+        #expect(store.matchPins(commonName: "api.example.com", certificateChain: try Self.chain("localhost-chain")) == .untrusted)
+        #expect(store.matchPins(commonName: "v1.api.example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
+        #expect(store.matchPins(commonName: "example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
     }
 
     @Test func theLongestAnyDepthDomainDecides() throws {
@@ -72,8 +72,8 @@ import Testing
             Self.policy("example.com", includesSubdomains: true, try Self.intermediateCA()),
             Self.policy("api.example.com", includesSubdomains: true, try Self.attackerLeaf()),
         ])
-        #expect(store.validate(commonName: "v1.api.example.com", certificateChain: try Self.chain("localhost-chain")) == .untrusted)
-        #expect(store.validate(commonName: "v1.www.example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
+        #expect(store.matchPins(commonName: "v1.api.example.com", certificateChain: try Self.chain("localhost-chain")) == .untrusted)
+        #expect(store.matchPins(commonName: "v1.www.example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
     }
 
     // MARK: - Enforcement and expiry
@@ -104,11 +104,11 @@ import Testing
             Self.policy("**.example.com", try Self.intermediateCA()),
             Self.policy("api.example.com", try Self.attackerLeaf(), expiration: clock.now() + 60),
         ], clock: clock)
-        #expect(store.validate(commonName: "api.example.com", certificateChain: try Self.chain("localhost-chain")) == .untrusted)
+        #expect(store.matchPins(commonName: "api.example.com", certificateChain: try Self.chain("localhost-chain")) == .untrusted)
         clock.advance(60)
-        #expect(store.validate(commonName: "api.example.com", certificateChain: try Self.chain("localhost-chain")) == .empty)
-        #expect(store.validate(commonName: "api.example.com", fingerprint: try TestResources.certificate("pki/localhost.pem").fingerprint) != .trusted)
-        #expect(store.validate(commonName: "www.example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
+        #expect(store.matchPins(commonName: "api.example.com", certificateChain: try Self.chain("localhost-chain")) == .empty)
+        #expect(store.matchPins(commonName: "api.example.com", fingerprint: try TestResources.certificate("pki/localhost.pem").fingerprint) != .trusted)
+        #expect(store.matchPins(commonName: "www.example.com", certificateChain: try Self.chain("localhost-chain")) == .trusted)
     }
 
     @Test func anExpiredHostPolicyUnderAnEnforcingParentIsRefusedEvenInReportOnlyMode() throws {
@@ -153,14 +153,14 @@ import Testing
         // fallback.json pins localhost.pem's certificate.
         let store = try PinPolicyTests.store(policies: [Self.policy("localhost", try Self.attackerLeaf())],
                                              fallback: TestResources.fixture("lists/fallback.json"))
-        #expect(store.validate(commonName: "localhost", certificateChain: try Self.chain("localhost-chain")) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateChain: try Self.chain("localhost-chain")) == .trusted)
     }
 
     @Test func theHostsPolicyAdmitsAChainTheListRefuses() throws {
         let store = try PinPolicyTests.store(policies: [Self.policy("localhost", .leafKey(spkiSHA256Base64: try Self.spki("localhost-next")))],
                                              fallback: TestResources.fixture("lists/fallback.json"))
-        #expect(store.validate(commonName: "localhost", certificateChain: try Self.chain("localhost-next-chain")) == .trusted)
-        #expect(store.validate(commonName: "localhost", certificateChain: try Self.chain("attacker-chain")) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", certificateChain: try Self.chain("localhost-next-chain")) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateChain: try Self.chain("attacker-chain")) == .untrusted)
     }
 }
 

@@ -26,7 +26,7 @@ import Testing
         defer { directory.cleanUp() }
         _ = try await writeGoodStoreFile(in: directory.url)
         let store = try storeLoadingFrom(directory.url)
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
     }
 
     @Test func aStoreFileThatIsASymlinkIsNotFollowed() async throws {
@@ -36,7 +36,7 @@ import Testing
         let link = try StoreFixtures.configuration(directory: directory.url).storeFileURL
         try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
         let store = try storeLoadingFrom(directory.url)
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
     }
 
     @Test func aSymlinkToAHugeFileIsRefusedWithoutReadingIt() throws {
@@ -58,7 +58,7 @@ import Testing
         let path = try await writeGoodStoreFile(in: directory.url).path
         try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: path)
         let store = try storeLoadingFrom(directory.url)
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
     }
 
     @Test func aStorageFolderWritableByOthersIsReportedAsAWarning() async throws {
@@ -70,7 +70,7 @@ import Testing
         let store = try storeLoadingFrom(directory.url, logger: logger)
         #expect(records.all.contains { $0.level == .warning && $0.message.contains("writable by group or others") })
         // A warning, not a refusal: the verified pins still load.
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
     }
 
     @Test func aPrivateStorageFolderGivesNoWarning() async throws {

@@ -50,7 +50,7 @@ import Darwin
         let store = try PinStore(configuration: try StoreFixtures.configuration(directory: directory.url),
                                  fetcher: ScriptedFetcher { _ throws(PinStoreError) in throw PinStoreError(.network, "offline") },
                                  clock: ManualClock(Self.now), logger: logger)
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .empty)
         #expect(records.all.contains { $0.level == .warning && $0.message.contains("ignoring the stored fingerprint list") })
     }
 
@@ -71,7 +71,7 @@ import Darwin
         let url = try await Self.writeStoreFile(in: directory.url)
         try #require(chown(url.path, 0, 0) == 0)
         let store = try Self.restart(directory.url, fetcher: ScriptedFetcher { _ throws(PinStoreError) in throw PinStoreError(.network, "offline") })
-        #expect(store.validate(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: try StoreFixtures.der("localhost")) == .trusted)
     }
 
     @Test func aFreshStoreFileKeepsItsScheduleAcrossARestart() async throws {

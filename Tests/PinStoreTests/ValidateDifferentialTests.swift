@@ -3,7 +3,7 @@ import PinStoreTesting
 import Testing
 @testable import PinStore
 
-/// Every `validate` form against the adapters' decision (``PinningEvaluator``, which
+/// Every `matchPins` form against the adapters' decision (``PinningEvaluator``, which
 /// `PinningTLSVerifier` and the pinned URLSession run) on the same chain, for every rule:
 /// Certificate Transparency enforced, a deny pin, CA pins, expected hosts, and the pins alone.
 /// A form may be stricter (a lone fingerprint cannot show a key or an issuer), never more
@@ -139,10 +139,10 @@ import Testing
             #expect(decision.isAllowed == testCase.adaptersAllow.contains(name), "\(testCase), \(name): the adapters decided \(decision)")
             let leaf = identity.certificate
             let answers: [(form: String, answer: PinStore.ValidationResult)] = [
-                ("certificateChain", store.validate(commonName: "localhost", certificateChain: identity.chainDER)),
-                ("certificateData", store.validate(commonName: "localhost", certificateData: leaf.derRepresentation)),
-                ("fingerprint", store.validate(commonName: "localhost", fingerprint: leaf.fingerprint)),
-                ("publicKeySHA256", store.validate(commonName: "localhost", publicKeySHA256: SHA256Digest.hash(leaf.subjectPublicKeyInfo))),
+                ("certificateChain", store.matchPins(commonName: "localhost", certificateChain: identity.chainDER)),
+                ("certificateData", store.matchPins(commonName: "localhost", certificateData: leaf.derRepresentation)),
+                ("fingerprint", store.matchPins(commonName: "localhost", fingerprint: leaf.fingerprint)),
+                ("publicKeySHA256", store.matchPins(commonName: "localhost", publicKeySHA256: SHA256Digest.hash(leaf.subjectPublicKeyInfo))),
             ]
             for (form, answer) in answers where answer == .trusted {
                 #expect(decision.isAllowed, "\(testCase), \(name): validate(\(form):) is .trusted, the adapters decided \(decision)")
@@ -158,18 +158,18 @@ import Testing
         let store = try await Self.store(Self.cases[2], world)
         let leaf = world.compliant.certificate
         // The SCTs are signed over the issuer's key, which a lone certificate does not show.
-        #expect(store.validate(commonName: "localhost", certificateData: leaf.derRepresentation) == .untrusted)
-        #expect(store.validate(commonName: "localhost", fingerprint: leaf.fingerprint) == .untrusted)
-        #expect(store.validate(commonName: "localhost", certificateChain: world.compliant.chainDER) == .trusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: leaf.derRepresentation) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", fingerprint: leaf.fingerprint) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", certificateChain: world.compliant.chainDER) == .trusted)
     }
 
     @Test func aLoneCertificateIsRefusedForAHostPinnedOnlyAboveTheLeaf() async throws {
         let world = try World.get()
         let store = try await Self.store(Self.cases[7], world)
         let leaf = world.bare.certificate
-        #expect(store.validate(commonName: "localhost", certificateData: leaf.derRepresentation) == .untrusted)
-        #expect(store.validate(commonName: "localhost", fingerprint: leaf.fingerprint) == .untrusted)
-        #expect(store.validate(commonName: "localhost", publicKeySHA256: SHA256Digest.hash(leaf.subjectPublicKeyInfo)) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", certificateData: leaf.derRepresentation) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", fingerprint: leaf.fingerprint) == .untrusted)
+        #expect(store.matchPins(commonName: "localhost", publicKeySHA256: SHA256Digest.hash(leaf.subjectPublicKeyInfo)) == .untrusted)
     }
 
     @Test func aPolicyForAnUnrelatedHostDoesNotChangeTheAnswer() async throws {
@@ -177,8 +177,8 @@ import Testing
         let without = try await Self.store(Self.cases[2], world)
         let with = try await Self.store(Self.cases[3], world)
         for (_, identity) in world.leaves {
-            #expect(without.validate(commonName: "localhost", certificateChain: identity.chainDER)
-                    == with.validate(commonName: "localhost", certificateChain: identity.chainDER))
+            #expect(without.matchPins(commonName: "localhost", certificateChain: identity.chainDER)
+                    == with.matchPins(commonName: "localhost", certificateChain: identity.chainDER))
         }
     }
 }

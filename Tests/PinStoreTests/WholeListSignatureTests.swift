@@ -90,6 +90,21 @@ import PinStoreSigning
         #expect(store.storedEntries == [Self.localhost])
     }
 
+    @Test func anUnsignedListAfterASignedOneIsRefusedAsAMissingSignature() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let fetcher = ScriptedFetcher.serving(try Self.signed([Self.localhost], timestamp: 1_800_000_100))
+        let store = try Self.store(fetcher, directory: directory.url)
+        #expect(await store.update() == .ok)
+        // The deployed format, every entry signed, but no whole-list signature.
+        fetcher.answer(Self.serve(try StoreFixtures.list("static-good.json")))
+        let report = await store.updateWithReport(mode: .forced)
+        #expect(report.result == .invalidSignature)
+        #expect(report.error?.code == .invalidListSignature)
+        #expect(report.error?.reason.contains("no whole-list signature") == true, "\(String(describing: report.error))")
+        #expect(store.storedEntries == [Self.localhost])
+    }
+
     @Test func theRollbackFloorSurvivesARestart() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.cleanUp() }

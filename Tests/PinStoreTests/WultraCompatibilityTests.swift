@@ -82,8 +82,8 @@ struct WultraStaticListTests {
         let store = try store(Self.load(), clock: ManualClock(Date(timeIntervalSince1970: 1_704_067_200)), directory: directory)
         #expect(await store.update() == .ok)
         let fingerprint = try #require(Data(base64Encoded: "kqN/vV4hpTqVxxbhFE9EL1grlND6/Gc+tnF6TrUaiKc="))
-        #expect(store.validate(commonName: "github.com", fingerprint: fingerprint) == .trusted)
-        #expect(store.validate(commonName: "github.com", fingerprint: Data(count: 32)) == .untrusted)
+        #expect(store.matchPins(commonName: "github.com", fingerprint: fingerprint) == .trusted)
+        #expect(store.matchPins(commonName: "github.com", fingerprint: Data(count: 32)) == .untrusted)
     }
 
     @Test func updateWithTodaysClockReportsStoreIsEmpty() async throws {

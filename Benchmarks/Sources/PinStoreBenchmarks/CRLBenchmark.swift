@@ -173,7 +173,7 @@ private func crlInstructionRows(_ world: CRLBenchmarkWorld, small: Int, large: I
     let settings = callgrind.directory.appendingPathComponent("crl-settings.json")
     try JSONEncoder().encode(world.settings).write(to: settings)
     var perRequest: [CRLCheckMode: CallgrindCounts] = [:]
-    for mode in [CRLCheckMode.enforce, .off] {
+    for mode in [CRLCheckMode.enforceSoftFail, .off] {
         let fetches = world.crlFetches
         perRequest[mode] = try callgrind.perRequest(small: small, large: large, label: "crl-\(mode)") { requests in
             ["crl-profile", String(requests), mode == .off ? "off" : "enforce", settings.path]
@@ -184,7 +184,7 @@ private func crlInstructionRows(_ world: CRLBenchmarkWorld, small: Int, large: I
             throw BenchmarkError("\(mode) children fetched \(world.crlFetches - fetches) CRLs, not \(expected)")
         }
     }
-    guard let on = perRequest[.enforce], let off = perRequest[.off] else { return [] }
+    guard let on = perRequest[.enforceSoftFail], let off = perRequest[.off] else { return [] }
     let ratio = Double(on.instructions) / Double(off.instructions)
     func thousands(_ value: Int) -> String { String(format: "%.1f k", Double(value) / 1_000) }
     return [
@@ -199,7 +199,7 @@ private func crlInstructionRows(_ world: CRLBenchmarkWorld, small: Int, large: I
 /// connection.
 func crlSessionProfile(requests: Int, mode: String, settings file: URL) async throws {
     let settings = try JSONDecoder().decode(CRLBenchmarkSettings.self, from: Data(contentsOf: file))
-    let store = try await crlBenchmarkStore(settings, mode: mode == "off" ? .off : .enforce)
+    let store = try await crlBenchmarkStore(settings, mode: mode == "off" ? .off : .enforceSoftFail)
     let session = try crlBenchmarkSession(store, settings)
     _ = try await runRequests(.session(session), settings.url, count: 100, concurrency: 1, expectedSize: CRLBenchmarkSettings.bodySize)
     _ = try await runRequests(.session(session), settings.url, count: requests, concurrency: 1, expectedSize: CRLBenchmarkSettings.bodySize)
@@ -210,7 +210,7 @@ func crlSessionProfile(requests: Int, mode: String, settings file: URL) async th
 /// of new stores: enforce with a cold CRL cache against off.
 private func crlWallTimeRows(_ world: CRLBenchmarkWorld, rounds: Int) async throws -> [Row] {
     let settings = world.settings
-    let enforcing = try await crlBenchmarkStore(settings, mode: .enforce)
+    let enforcing = try await crlBenchmarkStore(settings, mode: .enforceSoftFail)
     let off = try await crlBenchmarkStore(settings, mode: .off)
     let on = try crlBenchmarkSession(enforcing, settings)
     let plain = try crlBenchmarkSession(off, settings)
@@ -241,7 +241,7 @@ private func crlWallTimeRows(_ world: CRLBenchmarkWorld, rounds: Int) async thro
     var firstEnforce: [Double] = []
     var firstOff: [Double] = []
     for round in 0...rounds {
-        for mode in [CRLCheckMode.enforce, .off] {
+        for mode in [CRLCheckMode.enforceSoftFail, .off] {
             let store = try await crlBenchmarkStore(settings, mode: mode)
             let session = try crlBenchmarkSession(store, settings)
             let before = world.crlFetches

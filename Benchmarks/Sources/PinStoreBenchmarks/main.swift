@@ -227,7 +227,7 @@ if arguments.count == 4, arguments[1] == "validate-loop", let size = Int(argumen
     let entries = makeEntries(size)
     let store = try storeWithFallback(entries, publicKey: try P256PrivateKey().publicKey.x963Representation.base64EncodedString())
     let probe = entries[size / 2]
-    for _ in 0..<operations { Harness.consume(store.validate(commonName: probe.name, fingerprint: probe.fingerprint)) }
+    for _ in 0..<operations { Harness.consume(store.matchPins(commonName: probe.name, fingerprint: probe.fingerprint)) }
     exit(0)
 }
 if arguments.count == 3, arguments[1] == "memory" {
@@ -240,7 +240,7 @@ if arguments.count == 3, arguments[1] == "memory" {
     let residentBefore = currentResidentBytes()
     let peakBefore = peakResidentBytes()
     let store = try PinStore(configuration: configuration, fetcher: FixedFetcher(body: Data()))
-    Harness.consume(store.validate(commonName: "host-0.bench.pinstore.test", fingerprint: Data(count: 32)))
+    Harness.consume(store.matchPins(commonName: "host-0.bench.pinstore.test", fingerprint: Data(count: 32)))
     let peakGrowth = peakResidentBytes() - peakBefore
     let retained = currentResidentBytes() - residentBefore
     withExtendedLifetime(store) {}
@@ -335,7 +335,7 @@ let signingKey = try P256PrivateKey()
 let publicKey = try signingKey.publicKey
 let publicKeyText = publicKey.x963Representation.base64EncodedString()
 
-// 1. validate(commonName:fingerprint:) against list size, versus a linear scan.
+// 1. matchPins(commonName:fingerprint:) against list size, versus a linear scan.
 var validateMedians: [Double] = []
 for size in [10, 1_000, 100_000] {
     let entries = makeEntries(size)
@@ -343,7 +343,7 @@ for size in [10, 1_000, 100_000] {
     let probe = entries[size / 2]
     let operations = 20_000
     let pinstore = Harness.nanosecondsPerOperation(operations: operations) {
-        for _ in 0..<operations { Harness.consume(store.validate(commonName: probe.name, fingerprint: probe.fingerprint)) }
+        for _ in 0..<operations { Harness.consume(store.matchPins(commonName: probe.name, fingerprint: probe.fingerprint)) }
     }
     let scanOperations = max(10, min(operations, 2_000_000 / size))
     let now = Date()
@@ -376,10 +376,10 @@ do {
                                     fetcher: FixedFetcher(body: Data()))
     let operations = 20_000
     let plain = Harness.nanosecondsPerOperation(operations: operations) {
-        for _ in 0..<operations { Harness.consume(listOnly.validate(commonName: probe.name, fingerprint: probe.fingerprint)) }
+        for _ in 0..<operations { Harness.consume(listOnly.matchPins(commonName: probe.name, fingerprint: probe.fingerprint)) }
     }
     let policed = Harness.nanosecondsPerOperation(operations: operations) {
-        for _ in 0..<operations { Harness.consume(withPolicies.validate(commonName: probe.name, fingerprint: probe.fingerprint)) }
+        for _ in 0..<operations { Harness.consume(withPolicies.matchPins(commonName: probe.name, fingerprint: probe.fingerprint)) }
     }
     rows.append(Row(name: "validate(fingerprint:), 1000 entries + 10 policies", value: Harness.format(policed),
                     baseline: "no policies \(Harness.format(plain))", ratio: String(format: "%.2fx", policed / plain),
@@ -419,7 +419,7 @@ if arguments.count == 2, arguments[1] == "validate" {
     exit(0)
 }
 
-// 2. validate(commonName:certificateData:) on 1.5 KB versus SHA-256 of the same bytes.
+// 2. matchPins(commonName:certificateData:) on 1.5 KB versus SHA-256 of the same bytes.
 do {
     let entries = makeEntries(1_000)
     let store = try storeWithFallback(entries, publicKey: publicKeyText)
@@ -428,7 +428,7 @@ do {
     let certificate = Data((0..<1_536).map { _ in UInt8.random(in: 0...255) })
     let operations = 20_000
     let pinstore = Harness.nanosecondsPerOperation(operations: operations) {
-        for _ in 0..<operations { Harness.consume(store.validate(commonName: entries[500].name, certificateData: certificate)) }
+        for _ in 0..<operations { Harness.consume(store.matchPins(commonName: entries[500].name, certificateData: certificate)) }
     }
     let hashOnly = Harness.nanosecondsPerOperation(operations: operations) {
         for _ in 0..<operations { Harness.consume(SHA256Digest.hash(certificate)) }

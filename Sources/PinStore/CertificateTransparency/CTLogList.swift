@@ -274,10 +274,17 @@ extension [CTLogList.Wire.Host] {
     /// specific for some name (which mode applies would be ambiguous) refuses the section.
     func modes<Mode>(_ mode: (String) -> Mode?, allowed: String,
                      refuse: (String) -> PinStoreError) throws(PinStoreError) -> [(pattern: HostPattern, mode: Mode)] {
+        try modes(mode, allowed: { _ in allowed }, refuse: refuse)
+    }
+
+    /// ``modes(_:allowed:refuse:)`` with the text of what was expected chosen per refused mode
+    /// (a retired spelling gets its replacement named).
+    func modes<Mode>(_ mode: (String) -> Mode?, allowed: (String) -> String,
+                     refuse: (String) -> PinStoreError) throws(PinStoreError) -> [(pattern: HostPattern, mode: Mode)] {
         var hosts: [(pattern: HostPattern, mode: Mode)] = []
         for (index, item) in enumerated() {
             guard let parsed = mode(item.mode) else {
-                throw refuse("host \(index + 1) (\(String(reflecting: item.name))): mode \(String(reflecting: item.mode)) is not \(allowed).")
+                throw refuse("host \(index + 1) (\(String(reflecting: item.name))): mode \(String(reflecting: item.mode)) is not \(allowed(item.mode)).")
             }
             let pattern: HostPattern
             do {

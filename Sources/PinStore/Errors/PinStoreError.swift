@@ -63,9 +63,16 @@ public struct PinStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let deadlineExceeded = Code("deadlineExceeded")
         /// The list is not in the expected format, breaks a rule (duplicate entries, a
         /// fingerprint that is not 32 bytes, an impossible `expires`), is larger than the limit,
-        /// or is older than the stored one. Maps to ``PinStore/UpdateResult/invalidData``.
+        /// or is signed but older than the stored one (a lower signed timestamp, or none after
+        /// one). A missing signature is ``invalidListSignature``. Maps to
+        /// ``PinStore/UpdateResult/invalidData``.
         public static let invalidListData = Code("invalidListData")
         /// A signature is missing, malformed, or does not verify with the configured public key.
+        /// Missing covers: an entry's signature (static mode), the response's signature header
+        /// (challenge mode), and a static list's whole-list signature (`listSignature`) when the
+        /// store requires it (``PinStore/Configuration/requireListSignature``), when the list
+        /// carries a section only it covers (`certificateTransparency`, `revocations`, `crl`),
+        /// or when the list in force had one (an unsigned list could be an older one replayed).
         /// Maps to ``PinStore/UpdateResult/invalidSignature``.
         public static let invalidListSignature = Code("invalidListSignature")
         /// The verified list holds no entry that is still valid. Maps to

@@ -15,7 +15,7 @@ enum ChainEvidence: Sendable {
     case leafOnly(LeafCertificate)
 
     /// The leaf a leaf-only adapter saw: its DER and the two digests pins compare. The
-    /// single-certificate ``PinStore/validate(commonName:fingerprint:)`` forms know less of it
+    /// single-certificate ``PinStore/matchPins(commonName:fingerprint:)`` forms know less of it
     /// (a lone fingerprint, a lone key): what they do not know is nil, and every question that
     /// needs it is answered "cannot tell".
     struct LeafCertificate: Sendable {

@@ -29,7 +29,7 @@ struct PinningRules: Sendable {
     let relaxations: [any PinFailureRelaxation]
     /// ``rules`` again, in their order, as ``decide(_:relaxing:)`` runs them: a rule loaded out
     /// of an array is retained and released around its check (the compiler cannot prove that a
-    /// check leaves the array alone), about 40 instructions a rule and a tenth of a `validate`;
+    /// check leaves the array alone), about 40 instructions a rule and a tenth of a `matchPins`;
     /// a `let` of a box reached through `Unmanaged` is read in place. ``heldRules`` keeps the
     /// boxes alive as long as this value.
     private let unretainedRules: [Unmanaged<HeldRule>]
@@ -78,7 +78,7 @@ struct PinningRules: Sendable {
     }
 
     /// The decision for one connection (not reported). `relaxing` false answers the rules alone
-    /// (every ``PinStore/validate(commonName:certificateChain:)`` form asks whether it is pinned).
+    /// (every ``PinStore/matchPins(commonName:certificateChain:)`` form asks whether it is pinned).
     func decide(_ connection: PinningContext, relaxing: Bool = true) -> PinningDecision {
         // A report-only failure of an earlier rule: reported if the later rules allow.
         var reported: PinningFailure?

@@ -122,12 +122,12 @@ extension PinStore {
     }
 
     /// The pin decision for `host` over `evidence` with the pins in force now (not reported);
-    /// starts the scheduled background update when one is due, as `validate` does.
+    /// starts the scheduled background update when one is due, as `matchPins` does.
     ///
     /// - Parameters:
     ///   - requestedName: The host as the caller wrote it, for failures and reports.
     ///   - evidence: Consumed: moved into the decision's context, not copied (a copy of a
-    ///     leaf's evidence cost about 200 instructions, on every `validate`).
+    ///     leaf's evidence cost about 200 instructions, on every `matchPins`).
     func pinDecision(host: HostName, requestedName: String, evidence: consuming ChainEvidence, relaxing: Bool = true) -> PinningDecision {
         let (listInForce, now) = pinSnapshot()
         let connection = PinningContext(host: host, requestedName: requestedName, evidence: evidence,

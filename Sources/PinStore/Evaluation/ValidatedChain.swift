@@ -36,7 +36,7 @@ package struct ValidatedChain: Sendable {
 
     /// A chain the caller says was validated, without proof: only where a public `[Data]` form
     /// promises in its documentation that the caller passes the output of a trust evaluation
-    /// (``PinStore/validate(commonName:certificateChain:)``), and in benchmarks and tests.
+    /// (``PinStore/matchPins(commonName:certificateChain:)``), and in benchmarks and tests.
     /// Loudly named so that no new call site takes a presented chain for a validated one by
     /// accident; adapters never call it (they keep the chain their evaluation made).
     init?(alreadyValidatedByCaller der: [Data]) {

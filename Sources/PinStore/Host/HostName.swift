@@ -43,7 +43,7 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// path (`api.example.com:443`, `https://api.example.com`) can never match a connection,
     /// and a policy or list entry written so would leave its host unpinned without a word.
     static func hasHostCharacters(_ key: String) -> Bool {
-        // Over the contiguous bytes (every native string has them): every `validate` makes a
+        // Over the contiguous bytes (every native string has them): every `matchPins` makes a
         // HostName, and the view's iterator costs several times the byte loop.
         let plain = key.utf8.withContiguousStorageIfAvailable { $0.allSatisfy(isHostByte) } ?? key.utf8.allSatisfy(isHostByte)
         return plain || IPAddressText.isAddress(key)
@@ -52,7 +52,7 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// Whether `name` is already what ``init(_:)`` makes of it: only lowercase ASCII letters,
     /// digits, `-`, `_` and `*`, and dots between non-empty labels, with no trailing dot. Every
     /// name it accepts, the full path (``lookupKey(_:)`` then ``hasHostCharacters(_:)``) accepts
-    /// unchanged; anything else goes that way. Every `validate` and every pooled re-check makes
+    /// unchanged; anything else goes that way. Every `matchPins` and every pooled re-check makes
     /// a HostName, so this reads eight bytes at a time (``isAlreadyNormalized(bytes:)``).
     @inline(__always)
     static func isAlreadyNormalized(_ name: String) -> Bool {
@@ -165,7 +165,7 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
     @inline(__always)
     static func lookupKey(_ name: String) -> String? {
         // Native strings are contiguous UTF-8: scanning the buffer costs a few cycles a byte,
-        // which keeps `validate` as fast as it was before names were checked.
+        // which keeps `matchPins` as fast as it was before names were checked.
         let scan = name.utf8.withContiguousStorageIfAvailable(scanBytes) ?? scanBytes(Array(name.utf8))
         switch scan {
         case .clean: return name
@@ -201,7 +201,7 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
         // "" has no label at all.
         guard let last = bytes.last else { return .invalid }
         let dot = UInt8(ascii: ".")
-        // Flags gathered without branches (this runs for every `validate`): bit 0 refuses the
+        // Flags gathered without branches (this runs for every `matchPins`): bit 0 refuses the
         // name, bit 1 sends it to `normalized` (an uppercase letter, or a colon: perhaps an
         // IPv6 address, which `normalized` puts in its canonical form).
         var flags: UInt8 = 0
@@ -211,7 +211,7 @@ public struct HostName: Sendable, Hashable, Comparable, CustomStringConvertible 
             let isDot: UInt8 = byte == dot ? 1 : 0
             // A control character, a space, DEL, or a non-ASCII byte: the name is refused here,
             // and `lookupKey` then tries an internationalized name's `xn--` form (one compare
-            // for both, so `validate` pays nothing for IDN support).
+            // for both, so `matchPins` pays nothing for IDN support).
             let control: UInt8 = byte <= 0x20 || byte >= 0x7f ? 1 : 0
             let upperOrColon: UInt8 = byte &- UInt8(ascii: "A") < 26 || byte == UInt8(ascii: ":") ? 2 : 0
             flags |= (isDot & previousWasDot) | control | upperOrColon

@@ -43,16 +43,16 @@ package struct ListVerifier: Sendable {
             // that covers it. A static list that carries one without a whole-list signature is
             // refused rather than half-applied (its pins without the CT the team asked for).
             if signedTimestamp == nil, document.certificateTransparency != nil {
-                throw PinStoreError(.invalidListData, "The list has a certificateTransparency section but no whole-list signature, which alone covers it; `pinstore sign` adds one unless given --no-list-signature.")
+                throw PinStoreError(.invalidListSignature, "The list has a certificateTransparency section but no whole-list signature, which alone covers it; `pinstore sign` adds one unless given --no-list-signature.")
             }
             // The same for revocations: refused, not ignored, so that a team that publishes one
             // learns at once that its clients would not enforce it.
             if signedTimestamp == nil, document.revocations != nil {
-                throw PinStoreError(.invalidListData, "The list has a revocations section but no whole-list signature, which alone covers it; `pinstore sign` adds one unless given --no-list-signature.")
+                throw PinStoreError(.invalidListSignature, "The list has a revocations section but no whole-list signature, which alone covers it; `pinstore sign` adds one unless given --no-list-signature.")
             }
             // The same for the CRL modes: unsigned, they could be turned off by whoever answers.
             if signedTimestamp == nil, document.crl != nil {
-                throw PinStoreError(.invalidListData, "The list has a crl section but no whole-list signature, which alone covers it; `pinstore sign` adds one unless given --no-list-signature.")
+                throw PinStoreError(.invalidListSignature, "The list has a crl section but no whole-list signature, which alone covers it; `pinstore sign` adds one unless given --no-list-signature.")
             }
             return PinStore.VerifiedList(persisted: persisted, entries: covered, timestamp: signedTimestamp,
                                          version: signedTimestamp == nil ? nil : document.version,

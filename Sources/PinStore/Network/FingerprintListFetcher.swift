@@ -3,6 +3,12 @@ import Foundation
 /// Downloads the fingerprint list. ``URLSessionListFetcher`` is the default; plug in another
 /// transport by conforming to this protocol.
 ///
+/// A store given one (``PinStore/init(configuration:fetcher:logger:)``) uses it for the list and
+/// the key documents only. CRL downloads never go through it: the store's CRL check always uses
+/// its own ``URLSessionListFetcher`` (unpinned, ephemeral), so a proxy this fetcher goes through
+/// is not used for CRL distribution points (<doc:Revocation>). Pin-failure reports have their
+/// own session too.
+///
 /// A fetcher must honour ``FingerprintListRequest/maximumBodySize`` (stop reading and throw
 /// ``PinStoreError/Code/invalidListData`` past it), ``FingerprintListRequest/timeout`` (the
 /// whole download, throwing ``PinStoreError/Code/deadlineExceeded``), and never follow a

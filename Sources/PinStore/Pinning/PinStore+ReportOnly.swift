@@ -61,11 +61,13 @@ extension PinPolicy {
 }
 
 extension PinStore {
-    /// The debug line of a report-only failure (refusals and report-only failures alike go to the
-    /// metrics and the decision stream; a log line above debug would let one host flood the logs).
+    /// The debug line of a failure that only reports (refusals and reported failures alike go to
+    /// the metrics and the decision stream; a log line above debug would let one host flood the
+    /// logs). The message says what was allowed: a pin failure in report-only mode, a CRL soft
+    /// fail ("revocation status unknown"), a check in report-only mode.
     func logReportOnly(_ decision: PinningDecision, host: String) {
         guard let failure = decision.reportedFailure else { return }
-        logger.debug("pin check failed; connection allowed in report-only mode", metadata: [
+        logger.debug("\(failure.allowedBecause)", metadata: [
             "pinstore.host": "\(host)",
             "pinstore.reason": "\(failure.summary)",
         ])

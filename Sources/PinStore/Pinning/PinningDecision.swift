@@ -7,8 +7,9 @@ import Foundation
 /// case .allow: break                                  // continue the handshake
 /// case .deny(let failure): logger.debug("\(failure)") // close the connection (metrics and
 ///                                                     // store.decisions() see it too)
-/// case .reportOnly: break                             // continue: a pin failure in
-///                                                     // report-only mode, already reported
+/// case .reportOnly: break                             // continue: a failure that only
+///                                                     // reports (report-only pins, a CRL
+///                                                     // soft fail), already reported
 /// }
 /// ```
 ///
@@ -22,13 +23,28 @@ public enum PinningDecision: Sendable, Hashable, CustomStringConvertible {
     case allow(validatedChain: [Data])
     /// The connection must not be used; the failure says why and what to do.
     case deny(PinningFailure)
-    /// Report-only (audit) mode: the chain passed the normal trust evaluation, the pin check
-    /// failed, and the pins that failed run report-only (``PinStore/Configuration/enforcement``,
-    /// ``PinPolicy/reportOnly``). The connection goes on; the failure is reported to the metrics
-    /// (`outcome="reported"`), ``PinStore/decisions(bufferingNewest:)`` (with
-    /// ``PinningEvent/enforced`` false) and a debug log line. `validatedChain` is as in
-    /// ``allow(validatedChain:)``. Only pin mismatches and hosts without pins are ever relaxed:
-    /// never the normal trust evaluation, expected hosts or deny pins.
+    /// Allowed with a failure that only reports: the chain passed the normal trust evaluation,
+    /// a later check failed, and that check was not to refuse. The connection goes on; the
+    /// failure is reported to the metrics (`outcome="reported"`),
+    /// ``PinStore/decisions(bufferingNewest:)`` (with ``PinningEvent/enforced`` false), the
+    /// pin-failure reports and a debug log line. `validatedChain` is as in
+    /// ``allow(validatedChain:)``.
+    ///
+    /// The failure's ``PinningFailure/reason`` says which of these it was (and ``description``
+    /// says it in words):
+    /// - a pin failure (``PinningFailure/Reason/pinMismatch``, ``PinningFailure/Reason/noPinsForHost(updateResult:)``,
+    ///   ``PinningFailure/Reason/issuerPinsNeedChain``) under report-only pins
+    ///   (``PinStore/Configuration/enforcement``, ``PinPolicy/reportOnly``) or a `domainsConfig`
+    ///   exemption;
+    /// - revocation status unknown: ``PinningFailure/Reason/crlCheckFailed(_:)`` with a CRL that
+    ///   could not be had (``CRLCheckFailure/unavailable``) for a host under
+    ///   ``CRLCheckMode/enforceSoftFail`` (it fails open) or ``CRLCheckMode/reportOnly``;
+    /// - a check whose mode only reports: a revoked certificate under
+    ///   ``CRLCheckMode/reportOnly``, ``PinningFailure/Reason/certificateTransparencyNotMet(_:)``
+    ///   under ``CertificateTransparencyMode/reportOnly``.
+    ///
+    /// Never the normal trust evaluation, expected hosts, deny pins, the signed list's
+    /// revocations, the ATS minimums, or a CRL under ``CRLCheckMode/enforceHardFail``.
     case reportOnly(PinningFailure, validatedChain: [Data])
 
     /// Whether the connection may go on (``allow(validatedChain:)`` or ``reportOnly(_:validatedChain:)``).
@@ -44,7 +60,8 @@ public enum PinningDecision: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
-    /// The pin failure a report-only decision let through; nil otherwise.
+    /// The failure a ``reportOnly(_:validatedChain:)`` decision let through (a pin failure in
+    /// report-only mode, a CRL soft fail, ...: see that case); nil otherwise.
     public var reportedFailure: PinningFailure? {
         if case .reportOnly(let failure, _) = self { return failure }
         return nil
@@ -67,7 +84,24 @@ public enum PinningDecision: Sendable, Hashable, CustomStringConvertible {
         case .deny(let failure):
             "denied: \(failure.summary)"
         case .reportOnly(let failure, _):
-            "allowed in report-only mode, pin check failed: \(failure.summary)"
+            "\(failure.allowedBecause): \(failure.summary)"
+        }
+    }
+}
+
+extension PinningFailure {
+    /// What a ``PinningDecision/reportOnly(_:validatedChain:)`` decision with this failure
+    /// did, in words: the decision's description and the store's debug line start with it.
+    var allowedBecause: String {
+        switch reason.backing {
+        case .crlCheckFailed(let failure) where !failure.isRevoked:
+            "allowed, revocation status unknown (the CRL could not be had; the host's CRL mode lets the connection through)"
+        case .crlCheckFailed:
+            "allowed, revoked certificate reported only (the host's CRL mode is reportOnly)"
+        case .certificateTransparencyNotMet:
+            "allowed, Certificate Transparency not met, reported only (the host's CT mode is reportOnly)"
+        default:
+            "allowed in report-only mode, pin check failed"
         }
     }
 }

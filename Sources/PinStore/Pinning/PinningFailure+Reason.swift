@@ -111,7 +111,7 @@ extension PinningFailure {
         public static func revokedByList(_ match: ListRevocationMatch) -> Reason { Reason(.revokedByList(match)) }
         /// The signed list revokes certificates or keys that a leaf alone cannot rule out (a CA
         /// key, say), and the adapter sees only the leaf (AsyncHTTPClient, the single-certificate
-        /// `validate` forms): refused rather than skipped. The failure's details say which.
+        /// `matchPins` forms): refused rather than skipped. The failure's details say which.
         public static let revocationsNeedChain = Reason(.revocationsNeedChain)
 
         /// The host is under a CRL check (``CRLCheckMode``) and a certificate of the validated

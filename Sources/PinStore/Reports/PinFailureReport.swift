@@ -47,7 +47,8 @@ public struct PinFailureReport: Sendable, Hashable, Codable {
     /// The latest expiration among the pins that applied; absent when none has one.
     public var effectiveExpirationDate: Date?
     /// PinStore's reason, as in the `reason` dimension of `pinstore_decisions_total`:
-    /// `pin_mismatch`, `no_pins_for_host`, `host_not_expected`, `issuer_pins_need_chain`, `denied_key`.
+    /// `pin_mismatch`, `no_pins_for_host`, `host_not_expected`, `issuer_pins_need_chain`, `denied_key`,
+    /// `certificate_transparency_not_met`, `revoked_by_list`, `revocations_need_chain`, `crl_check_failed`.
     public var reason: String
     /// The PinStore version that sent the report.
     public var libraryVersion: String

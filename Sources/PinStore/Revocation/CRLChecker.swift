@@ -234,7 +234,7 @@ final class CRLChecker: Sendable {
         switch mode {
         case .off: return .meetsRule
         case .reportOnly: return .reportsOnly(reason)
-        case .enforce: return failure.isRevoked ? .failsRule(reason, enforcing: true, relaxable: false) : .reportsOnly(reason)
+        case .enforceSoftFail: return failure.isRevoked ? .failsRule(reason, enforcing: true, relaxable: false) : .reportsOnly(reason)
         case .enforceHardFail: return .failsRule(reason, enforcing: true, relaxable: false)
         }
     }

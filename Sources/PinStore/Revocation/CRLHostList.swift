@@ -4,7 +4,7 @@ import Foundation
 /// pattern, read like the `certificateTransparency` section's hosts.
 ///
 /// ```json
-/// "crl": {"hosts": [{"name": "api.partner.example", "mode": "enforce"}, {"name": "*.pay.example", "mode": "enforceHardFail"}]}
+/// "crl": {"hosts": [{"name": "api.partner.example", "mode": "enforceSoftFail"}, {"name": "*.pay.example", "mode": "enforceHardFail"}]}
 /// ```
 ///
 /// Honoured only where a signature covers it (the whole-list signature of a static list, the
@@ -29,8 +29,7 @@ package struct CRLHostList: Sendable {
     /// Reads the section. Throws ``PinStoreError/Code/invalidListData`` saying what is wrong.
     init(_ wire: Wire) throws(PinStoreError) {
         func refuse(_ why: String) -> PinStoreError { PinStoreError(.invalidListData, "crl: \(why)") }
-        let names = CRLCheckMode.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
-        hosts = try wire.hosts.modes(CRLCheckMode.init(rawValue:), allowed: "one of \(names)", refuse: refuse)
+        hosts = try wire.hosts.modes(CRLCheckMode.init(rawValue:), allowed: CRLCheckMode.expected(for:), refuse: refuse)
     }
 
     /// Reads a section file (`{"hosts": [...]}`, as a list carries it) and checks it as a store

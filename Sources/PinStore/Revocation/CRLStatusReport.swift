@@ -19,7 +19,7 @@ package enum CRLStatusReport {
         } catch {
             return (["the chain is not trusted for \(host): \(error)"], false)
         }
-        let checker = CRLChecker(defaultMode: .enforce, budget: timeout, timeout: timeout)
+        let checker = CRLChecker(defaultMode: .enforceSoftFail, budget: timeout, timeout: timeout)
         let now = Int64(Date().timeIntervalSince1970)
         for depth in 0..<validated.count {
             let certificate = try? X509Certificate(derRepresentation: validated.certificates[depth])

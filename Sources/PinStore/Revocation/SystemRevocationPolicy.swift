@@ -17,7 +17,7 @@ enum SystemRevocationPolicy {
     static func flags(for mode: CRLCheckMode) -> UInt? {
         switch mode {
         case .off, .reportOnly: nil
-        case .enforce: anyAvailableMethod
+        case .enforceSoftFail: anyAvailableMethod
         case .enforceHardFail: anyAvailableMethod | requirePositiveResponse
         }
     }

@@ -8,7 +8,7 @@ import Foundation
 ///
 /// A class (immutable, so sharing it is safe): a decision takes the whole snapshot with one
 /// retain. As a struct, every decision copied its five sections out one by one, each copy
-/// retaining every array and dictionary inside them (about 500 instructions per `validate`).
+/// retaining every array and dictionary inside them (about 500 instructions per `matchPins`).
 final class ListSnapshot: Sendable {
     /// The pins of the list in force (nil: none downloaded, loaded, or still trusted).
     let index: PinIndex?

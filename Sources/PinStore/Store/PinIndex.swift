@@ -229,7 +229,7 @@ struct PinNameTable: Sendable {
     /// A hash of `bytes` under this table's random `seed`: eight bytes per multiply.
     ///
     /// Not Swift's `Hasher` (SipHash-1-3, about 275 instructions for a 28-byte name, a tenth of
-    /// a `validate`). Flooding is not a worry this hash has to carry alone: the table is built
+    /// a `matchPins`). Flooding is not a worry this hash has to carry alone: the table is built
     /// once from names the team signed or configured and never grows, so a peer only looks
     /// names up (its probes stop at the first empty bucket, and the buckets are at most half
     /// full); and the seed comes from the process's random hashing seed, so even the list's

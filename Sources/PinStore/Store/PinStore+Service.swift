@@ -17,7 +17,7 @@ extension PinStore: Service {
     /// try await group.run()
     /// ```
     ///
-    /// A store in use also starts a due update by itself from every `validate`, without
+    /// A store in use also starts a due update by itself from every `matchPins`, without
     /// blocking the caller; `run()` covers the idle store, and refreshes the
     /// `pinstore_list_age_seconds` gauge at least once a minute.
     ///

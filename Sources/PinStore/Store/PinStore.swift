@@ -10,17 +10,18 @@ import Logging
 ///     serviceURL: URL(string: "https://pins.example.net/list.json")!,
 ///     publicKey: "BC3kV9OIDnMu...Nv+XE="))
 /// _ = await store.update()                      // at start-up
-/// switch store.validate(commonName: "api.example.com", certificateData: leafDER) {
+/// // leafDER passed the platform's trust evaluation for this host: matchPins runs none
+/// switch store.matchPins(commonName: "api.example.com", certificateData: leafDER) {
 /// case .trusted: break                          // continue the connection
 /// case .untrusted, .empty: cancel()             // never send a byte
 /// }
 /// ```
 ///
-/// `validate` is synchronous, lock-light and safe from any thread, also while an update
+/// `matchPins` is synchronous, lock-light and safe from any thread, also while an update
 /// runs. Concurrent `update` calls share one network request. Pinning is an addition to the
 /// platform's normal trust evaluation, never a replacement: adapters run both.
 public final class PinStore: Sendable {
-    /// The outcome of ``validate(commonName:fingerprint:)``.
+    /// The outcome of ``matchPins(commonName:fingerprint:)``.
     ///
     /// A closed set: a pin answer is trusted, untrusted or empty, TrustKit's three, and an app's
     /// exhaustive `switch` over it is how it makes sure every answer ends or continues a
@@ -93,8 +94,8 @@ public final class PinStore: Sendable {
         /// store would load the older file. Also logged at error level and counted in
         /// `pinstore_list_save_failures_total`.
         public let saveError: PinStoreError?
-        /// What the update did: downloaded, adopted another process's list, started a download
-        /// in the background, or nothing because nothing was due. Tells "the list was
+        /// What the update did: downloaded, read the list file, adopted another process's list,
+        /// started a download in the background, or nothing because nothing was due. Tells "the list was
         /// updated" from "the list in force was kept" when ``result`` is ``UpdateResult/ok``.
         public let activity: UpdateActivity
 
@@ -125,9 +126,17 @@ public final class PinStore: Sendable {
         /// ``name``.
         public var description: String { name }
 
-        /// The list server was asked; with ``UpdateResult/ok`` the list it served was verified
-        /// and is in force (an unchanged list counts: it was checked again).
+        /// The list server was asked (an https ``Configuration/serviceURL``); with
+        /// ``UpdateResult/ok`` the list it served was verified and is in force (an unchanged
+        /// list counts: it was checked again). A list read from a `file:` URL is
+        /// ``readFromFile``, never this.
         public static let downloaded = UpdateActivity("downloaded")
+        /// The list file was read (a `file:` ``Configuration/serviceURL``, <doc:ListFromAFile>);
+        /// with ``UpdateResult/ok`` the list in it was verified and is in force. A read that
+        /// failed (a missing file, a FIFO or anything else that is not a regular file, a file
+        /// larger than ``Configuration/maximumListSize``) reports this activity too, with the
+        /// error that says why: no network was involved.
+        public static let readFromFile = UpdateActivity("readFromFile")
         /// A newer verified list that another process sharing the storage directory saved was
         /// taken instead of downloading (scheduled updates of ``PinStore/run()``).
         public static let adoptedFromStoreFile = UpdateActivity("adoptedFromStoreFile")
@@ -259,7 +268,14 @@ public final class PinStore: Sendable {
         try self.init(configuration: configuration, fetcher: DefaultListFetcher(), logger: logger)
     }
 
-    /// Creates a store that downloads through `fetcher`.
+    /// Creates a store that downloads the list and its key documents through `fetcher`.
+    ///
+    /// Only those: CRLs (<doc:Revocation>) are always fetched by the store's own unpinned,
+    /// ephemeral URLSession (``URLSessionListFetcher``), and pin-failure reports are sent by the
+    /// reporter's own session, never through `fetcher`. A proxy or custom client the list needs
+    /// is therefore not used for CRL distribution points: a host under a CRL mode needs its
+    /// CAs' CRL servers reachable directly (else the CRL is `fetchFailed`, which refuses under
+    /// ``CRLCheckMode/enforceHardFail``).
     public convenience init(configuration: Configuration, fetcher: any FingerprintListFetcher, logger: Logger? = nil) throws(PinStoreError) {
         // Random jitter on every schedule, so a fleet started together spreads its downloads.
         try self.init(configuration: configuration, fetcher: fetcher, clock: SystemClock(), logger: logger,
@@ -328,9 +344,11 @@ public final class PinStore: Sendable {
         finishDecisionStreams()
     }
 
-    // MARK: - Validation
+    // MARK: - Pin matching (formerly `validate`)
     //
-    // Every form is one decision: the pin rules the adapters run after the trust evaluation
+    // None of these forms evaluates trust (no anchor, dates or host name check): they answer
+    // whether what they are shown is pinned, hence `matchPins` (renamed from `validate` in
+    // 0.1.0, which read like a gate). Every form is one decision: the pin rules the adapters run after the trust evaluation
     // (``PinningRules``: expected hosts, Certificate Transparency, deny pins, the pins), over
     // what the form can show (``ChainEvidence``), without the relaxations (report-only,
     // domainsConfig): "is this pinned?". A pin the form cannot show is "cannot tell", which is
@@ -345,11 +363,11 @@ public final class PinStore: Sendable {
     /// any store with ``Configuration/deniedPublicKeys`` (the keys cannot be seen), and a host
     /// under Certificate Transparency enforcement (SCTs need the certificate and its issuer),
     /// and any host while the signed list revokes keys or serial numbers, or certificates not
-    /// marked `leaf` (<doc:Revocation>). Use ``validate(commonName:certificateChain:)`` to check what the adapters check.
+    /// marked `leaf` (<doc:Revocation>). Use ``matchPins(commonName:certificateChain:)`` to check what the adapters check.
     ///
     /// Changed in issue 30: a host under CT enforcement used to answer `.trusted` here.
-    public func validate(commonName: String, fingerprint: Data) -> ValidationResult {
-        validate(commonName: commonName, evidence: .leafOnly(.init(fingerprint: Digest32(fingerprint))))
+    public func matchPins(commonName: String, fingerprint: Data) -> ValidationResult {
+        matchPins(commonName: commonName, evidence: .leafOnly(.init(fingerprint: Digest32(fingerprint))))
     }
 
     /// Whether the leaf public key whose SubjectPublicKeyInfo has SHA-256 `publicKeySHA256` is
@@ -365,8 +383,8 @@ public final class PinStore: Sendable {
     /// `leaf` (<doc:Revocation>).
     ///
     /// Changed in issue 30: a host under CT enforcement used to answer `.trusted` here.
-    public func validate(commonName: String, publicKeySHA256: Data) -> ValidationResult {
-        validate(commonName: commonName, evidence: .leafOnly(.init(key: Digest32(publicKeySHA256))))
+    public func matchPins(commonName: String, publicKeySHA256: Data) -> ValidationResult {
+        matchPins(commonName: commonName, evidence: .leafOnly(.init(key: Digest32(publicKeySHA256))))
     }
 
     /// Whether the certificate `certificateData` (DER) is pinned for host `commonName`, as a
@@ -383,17 +401,22 @@ public final class PinStore: Sendable {
     ///
     /// Changed in issue 30: a host under CT enforcement used to answer `.trusted` here, and
     /// the list's leaf key pins now match (they did only when static policies were set).
-    public func validate(commonName: String, certificateData: Data) -> ValidationResult {
+    public func matchPins(commonName: String, certificateData: Data) -> ValidationResult {
         let fingerprint = Digest32(SHA256Digest.hash(certificateData))
         let key = fingerprint.flatMap { ValidatedChain.publicKeyDigest(of: certificateData, fingerprint: $0) }
         // The serial too, so an issuer-and-serial revocation of another certificate does not
         // make every host "cannot tell".
         let serial = fingerprint.flatMap { CertificateSerial.of(certificate: certificateData, fingerprint: $0) }
-        return validate(commonName: commonName, evidence: .leafOnly(.init(der: certificateData, fingerprint: fingerprint, key: key, serial: serial)))
+        return matchPins(commonName: commonName, evidence: .leafOnly(.init(der: certificateData, fingerprint: fingerprint, key: key, serial: serial)))
     }
 
-    /// Whether the chain a server presented (DER, leaf first) is pinned for `commonName`:
-    /// exactly the pin rules ``PinningEvaluator``, `PinningTLSVerifier` and the pinned
+    /// Whether the chain (DER, leaf first) is pinned for `commonName`, **and nothing else**: no
+    /// trust evaluation runs here, so a pinned leaf for another host, past its dates or from an
+    /// untrusted issuer answers `.trusted` (the name says what it does: it matches pins). Call it
+    /// with a chain the normal trust evaluation has already validated for `commonName`.
+    ///
+    /// The pin rules are
+    /// exactly the ones ``PinningEvaluator``, `PinningTLSVerifier` and the pinned
     /// URLSession run after the trust evaluation (the signed list's revocations, ``Configuration/expectedCommonNames``,
     /// Certificate Transparency, ``Configuration/deniedPublicKeys``, the signed list, the
     /// fallback and ``Configuration/policies``), without report-only or the domainsConfig
@@ -409,13 +432,13 @@ public final class PinStore: Sendable {
     /// list's CT section, ``Configuration/certificateTransparency``, an ATS exception) needs a
     /// leaf with compliant SCTs here too; this used to answer `.trusted` without them when no
     /// static policy or deny pin was configured.
-    public func validate(commonName: String, certificateChain: [Data]) -> ValidationResult {
+    public func matchPins(commonName: String, certificateChain: [Data]) -> ValidationResult {
         guard let chain = ValidatedChain(alreadyValidatedByCaller: certificateChain) else { return .untrusted }
-        return validate(commonName: commonName, evidence: .validated(chain))
+        return matchPins(commonName: commonName, evidence: .validated(chain))
     }
 
-    /// The one decision behind every `validate` form: the rules, not relaxed.
-    private func validate(commonName: String, evidence: consuming ChainEvidence) -> ValidationResult {
+    /// The one decision behind every `matchPins` form: the rules, not relaxed.
+    private func matchPins(commonName: String, evidence: consuming ChainEvidence) -> ValidationResult {
         // A name with an empty label or a control character is nobody's host: refuse it.
         guard let host = try? HostName(commonName) else { return .untrusted }
         switch pinDecision(host: host, requestedName: commonName, evidence: evidence, relaxing: false) {

@@ -34,7 +34,7 @@ package final class Locked<Value>: @unchecked Sendable {
 #if canImport(Glibc) || canImport(Musl)
 /// A pthread mutex, on Linux: every pin decision takes a `Locked` once, and
 /// swift-corelibs-foundation's `NSLock` (an open class around the same mutex) cost about 130
-/// instructions a lock and unlock, a twentieth of a `validate`. `Synchronization.Mutex` would
+/// instructions a lock and unlock, a twentieth of a `matchPins`. `Synchronization.Mutex` would
 /// do on Linux but needs macOS 15 on a Mac, so the Mac keeps `NSLock` (below).
 private final class PlatformLock: @unchecked Sendable {
     // @unchecked: a pthread mutex is made to be shared between threads; it lives at a fixed

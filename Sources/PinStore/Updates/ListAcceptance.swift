@@ -11,7 +11,8 @@ package enum ListAcceptance {
     ///
     /// - Throws: ``PinStoreError/Code/expired`` for a list past its `expires`,
     ///   ``PinStoreError/Code/rollback`` or ``PinStoreError/Code/invalidListData`` for an older
-    ///   one.
+    ///   one, ``PinStoreError/Code/invalidListSignature`` for a static list without the
+    ///   whole-list signature the list in force had.
     static func check(_ verified: PinStore.VerifiedList, against current: PinStore.StoredList?, at now: Date) throws(PinStoreError) -> Bool {
         try checkNotExpired(verified, at: now)
         return try checkRollback(verified, against: current)
@@ -28,7 +29,20 @@ package enum ListAcceptance {
     /// none at all once one has been seen (else a signed body without one would erase the
     /// floor and let an older list in after it). Returns false when the list has the same
     /// `version` as the one in force: nothing to do.
+    ///
+    /// A static list without a whole-list signature after one with it is refused as what it is,
+    /// a missing signature (``PinStoreError/Code/invalidListSignature``, so
+    /// ``PinStore/UpdateResult/invalidSignature``): it has no signed version or timestamp to
+    /// compare, and could be any older list replayed.
     static func checkRollback(_ verified: PinStore.VerifiedList, against current: PinStore.StoredList?) throws(PinStoreError) -> Bool {
+        // A static list has a signed version or timestamp only under a whole-list signature.
+        if verified.persisted.mode == .static, verified.timestamp == nil, verified.version == nil,
+           let current, current.version != nil || current.timestamp != nil {
+            let had = [current.version.map { "version \($0)" }, current.timestamp.map { "timestamp \($0)" }].compactMap { $0 }.joined(separator: ", ")
+            throw PinStoreError(.invalidListSignature, "The list has no whole-list signature (\"listSignature\"), but the list in force had one (\(had)): "
+                + "without it the list's version and timestamp are not signed, and it could be an older list replayed. "
+                + "Sign it with `pinstore sign` (without --no-list-signature).")
+        }
         if let storedVersion = current?.version {
             guard let newVersion = verified.version else {
                 throw PinStoreError(.rollback, "The list has no signed version, but the stored list has version \(storedVersion); refusing a possible rollback.")

@@ -328,6 +328,8 @@ final class ListUpdater: Sendable {
         // A list in force past its `expires` is reported before the update that replaces it.
         hooks.withLock { $0 }.refreshGauges(now)
         var retryAfter: TimeInterval?
+        // What the update did, said as it was: a file read is not a download.
+        let activity: PinStore.UpdateActivity = configuration.serviceURL.isFileURL ? .readFromFile : .downloaded
         do {
             try await refreshKeys(at: now)
             switch try await download(retryAfter: &retryAfter) {
@@ -345,11 +347,11 @@ final class ListUpdater: Sendable {
                     }
                 }
                 logger.info("fingerprint list updated", metadata: ["pinstore.identifier": "\(configuration.identifier)"])
-                return (PinStore.UpdateReport(result: .ok, error: nil, saveError: saveError), nil)
+                return (PinStore.UpdateReport(result: .ok, error: nil, saveError: saveError, activity: activity), nil)
             }
         } catch {
             logger.warning("fingerprint list update failed", metadata: ["pinstore.reason": "\(error)", "pinstore.identifier": "\(configuration.identifier)"])
-            return (PinStore.UpdateReport(result: error.updateResult, error: error), retryAfter)
+            return (PinStore.UpdateReport(result: error.updateResult, error: error, activity: activity), retryAfter)
         }
     }
 

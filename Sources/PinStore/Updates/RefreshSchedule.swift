@@ -5,7 +5,7 @@ import Foundation
 /// a minute, then two, four, ... but never less often than the periodic interval.
 ///
 /// A plain value with no clock and no task: ``ListUpdater`` keeps it behind its lock and
-/// publishes ``dueDate`` to the store's read state, which every `validate` checks; the
+/// publishes ``dueDate`` to the store's read state, which every `matchPins` checks; the
 /// updater's schedule loop (``PinStore/run()``) sleeps until it. Tests drive it with dates.
 struct RefreshSchedule: Sendable, Equatable {
     /// The first retry delay after a failed download (seconds); it doubles with every further

@@ -77,7 +77,7 @@ struct DemoCommand: AsyncParsableCommand {
         } catch {
             throw CLIError("creating the store", error)
         }
-        let before = store.validate(commonName: "localhost", certificateData: realLeaf.derRepresentation)
+        let before = store.matchPins(commonName: "localhost", certificateData: realLeaf.derRepresentation)
         table.add("store before update", "\(before)", "nothing pinned yet, so a pinned client refuses every host")
         let report = await store.updateWithReport(mode: .forced)
         if report.result == .ok {

@@ -61,11 +61,12 @@ struct SignCommand: AsyncParsableCommand {
 
             --crl-host NAME=MODE (repeatable) writes the list's "crl" section: the CRL mode of a \
             host or a "*." pattern (the most specific entry applies), one of off, reportOnly, \
-            enforce or enforceHardFail; hosts it does not name keep each store's crlMode. It is \
+            enforceSoftFail (refuses a revoked certificate, lets the connection through when the \
+            CRL cannot be had) or enforceHardFail (refuses both); hosts it does not name keep each store's crlMode. It is \
             checked with the stores' own reader (an unknown mode, or two entries equally specific \
             for some name, is refused here) and needs the whole-list signature. Give the list a \
             new --list-version whenever the section changes. Example:
-              pinstore sign --key list-signing.key.pem --ca issuing-ca.pem --name api.example.com --crl-host api.example.com=enforce --crl-host '*.pay.example=enforceHardFail'
+              pinstore sign --key list-signing.key.pem --ca issuing-ca.pem --name api.example.com --crl-host api.example.com=enforceSoftFail --crl-host '*.pay.example=enforceHardFail'
             """
     )
 
@@ -135,7 +136,7 @@ struct SignCommand: AsyncParsableCommand {
     @Option(parsing: .upToNextOption, help: "TLS servers (host[:port]) whose presented leaf to revoke for every host (its SHA-256, and issuer key and serial: the server must send the issuer).")
     var revokeCertFromHost: [String] = []
 
-    @Option(help: "A host or *. pattern and its CRL mode, as NAME=MODE (off, reportOnly, enforce, enforceHardFail), for the list's crl section. Repeatable.")
+    @Option(help: "A host or *. pattern and its CRL mode, as NAME=MODE (off, reportOnly, enforceSoftFail, enforceHardFail), for the list's crl section. Repeatable.")
     var crlHost: [String] = []
 
     func validate() throws {
@@ -318,7 +319,7 @@ struct SignCommand: AsyncParsableCommand {
         var hosts: [CTLogList.Wire.Host] = []
         for value in crlHost {
             guard let equals = value.firstIndex(of: "="), equals != value.startIndex, value.index(after: equals) != value.endIndex else {
-                throw CLIError("--crl-host \(value): expected NAME=MODE, e.g. api.example.com=enforce (modes: \(CRLCheckMode.allCases.map(\.rawValue).joined(separator: ", ")))")
+                throw CLIError("--crl-host \(value): expected NAME=MODE, e.g. api.example.com=enforceSoftFail (modes: \(CRLCheckMode.allCases.map(\.rawValue).joined(separator: ", ")))")
             }
             hosts.append(CTLogList.Wire.Host(name: String(value[..<equals]), mode: String(value[value.index(after: equals)...])))
         }

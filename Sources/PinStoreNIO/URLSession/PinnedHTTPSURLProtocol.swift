@@ -70,7 +70,7 @@ final class PinnedHTTPSURLProtocol<Slot: PinnedSessionSlot>: URLProtocol {
             // `download(from:)` traps. Fail at once instead.
             reporter.fail(PinnedHTTPSTransport.urlError(
                 .unsupportedURL, request.url,
-                "Download tasks cannot run on a pinned session on Linux (FoundationNetworking lets only its own protocols hand over the downloaded file). Use a data task: a delegate-based one receives the body in pieces to write to a file."))
+                "Download tasks cannot run on a pinned session on Linux (FoundationNetworking lets only its own protocols hand over the downloaded file). Use session.pinnedDownload(from:) instead of download(from:): it streams the body to a temporary file and returns it the same way."))
             return
         }
         let settings = transport.settings(of: introspection.session)

@@ -55,8 +55,9 @@ extension URLSessionConfiguration {
     ///   (`xn--`) form, which is also what pins are matched on.
     /// - Uploads (`upload(for:from:)`, `upload(for:fromFile:)`, upload tasks) work. Download
     ///   tasks and `download(from:)` fail at once with `URLError(.unsupportedURL)`:
-    ///   FoundationNetworking lets only its own protocols hand over a downloaded file. Use a
-    ///   delegate-based data task and write the pieces to a file.
+    ///   FoundationNetworking lets only its own protocols hand over a downloaded file. Use
+    ///   `session.pinnedDownload(from:)` (`URLSession/pinnedDownload(from:)`), which streams
+    ///   the body to a temporary file and returns it as `download(from:)` would.
     /// - No caching: `urlCache` is nil and `requestCachePolicy` is
     ///   `.reloadIgnoringLocalCacheData`, whatever `base` had. A cache set on the configuration
     ///   afterwards is never answered from and never written to: every request still goes to the
