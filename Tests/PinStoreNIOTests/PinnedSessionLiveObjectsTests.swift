@@ -94,7 +94,10 @@ import Testing
             let (data, _) = try await subject.session.data(from: url(server, "/hello?request=\(index)"))
             #expect(String(decoding: data, as: UTF8.self) == "hello over a pinned connection")
         }
-        #expect(server.connectionCount == 1)
+        // The requests share a connection. Not "exactly one": the pool closes a connection idle
+        // for 60 s, and a test task that waited that long for a thread between two requests
+        // (beside other builds and a CPU hog) saw two.
+        #expect(server.connectionCount < Self.rounds / 2)
     }
 
     @Test func successfulHTTP2RequestsLeaveNothingAlive() async throws {
@@ -105,7 +108,10 @@ import Testing
             let (_, response) = try await subject.session.data(from: url(server, "/hello?request=\(index)"))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
         }
-        #expect(server.connectionCount == 1)
+        // The requests share a connection. Not "exactly one": the pool closes a connection idle
+        // for 60 s, and a test task that waited that long for a thread between two requests
+        // (beside other builds and a CPU hog) saw two.
+        #expect(server.connectionCount < Self.rounds / 2)
     }
 
     @Test func completionHandlerRequestsLeaveNothingAlive() async throws {
