@@ -32,7 +32,7 @@ import Testing
             publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
             fallbackData: Data(fallback.utf8),
             storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-review-\(UUID().uuidString)"),
-            requestTimeout: 5), fetcher: NoList(), clock: clock)
+            requestTimeout: HangGuard.seconds), fetcher: NoList(), clock: clock)
         let server = try await LoopbackHTTPSServer.start(chain: ["pki/localhost-dnsonly-chain.pem"], key: "pki/localhost-dnsonly.key.pem")
         let client = try Pins.client(store, updateOnEmpty: false, updateOnMismatch: false)
         let (first, _) = try await Pins.get(client, server)

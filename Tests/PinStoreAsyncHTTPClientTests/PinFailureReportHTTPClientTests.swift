@@ -19,7 +19,7 @@ import Testing
             publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
             fallbackData: Data(#"{"fingerprints":[{"name":"localhost","fingerprint":"\#(fingerprint)","expires":4102444799}]}"#.utf8),
             storageDirectory: reports.appendingPathComponent("store"),
-            requestTimeout: 2)
+            requestTimeout: HangGuard.seconds)
         configuration.reportURI = collectorServer.baseURL.appendingPathComponent("pin-reports")
         let store = try PinStore(configuration: configuration)
         let server = try await LoopbackHTTPSServer.start(chain: ["pki/attacker-dnsonly-chain.pem"], key: "pki/attacker-dnsonly.key.pem")

@@ -17,7 +17,7 @@ import Testing
             serviceURL: URL(string: "http://127.0.0.1:1/unused")!,
             publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
             storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-ahc-policies-\(UUID().uuidString)"),
-            requestTimeout: 5,
+            requestTimeout: HangGuard.seconds,
             policies: [PinPolicy(domain: "localhost", pins: [pin, .leafKey(spkiSHA256Base64: backup)])]))
     }
 

@@ -14,7 +14,7 @@ import Testing
             publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
             fallbackData: try TestResources.fixture("lists/static-good.json"),
             storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-ahc-audit-\(UUID().uuidString)"),
-            requestTimeout: 5)
+            requestTimeout: HangGuard.seconds)
         configuration.enforcement = enforcement
         return try PinStore(configuration: configuration)
     }

@@ -11,7 +11,7 @@ import Testing
 struct ProcessExitTests {
     static let exits = 40
 
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(10)))
     func exitingWhileListsAreVerifiedOnOtherThreadsNeverCrashes() async throws {
         let child = try #require(CrashDrillTests.childPath, "PinStoreCrashDrillChild was not built")
         let publicKey = try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines)

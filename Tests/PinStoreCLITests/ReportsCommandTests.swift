@@ -18,9 +18,13 @@ import FoundationNetworking
             publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
             fallbackData: Data(#"{"fingerprints":[{"name":"localhost","fingerprint":"\#(fingerprint)","expires":4102444799}]}"#.utf8),
             storageDirectory: directory,
-            requestTimeout: 2)
+            requestTimeout: HangGuard.seconds)
         configuration.reportURI = reportURI
-        return try PinStore(configuration: configuration)
+        // The delivery's deadline is a hang guard here: the collector on loopback answers at
+        // once, but the default 15 s passed on a machine busy with builds and no file came.
+        var limits = PinFailureReporter.Limits()
+        limits.timeout = RunningProcess.hangGuard
+        return try PinStore(configuration: configuration, fetcher: CrashDrillTests.Offline(), clock: SystemClock(), reportLimits: limits)
     }
 
     /// One pin mismatch (the attacker chain for localhost:443), reported through the real URLSession.

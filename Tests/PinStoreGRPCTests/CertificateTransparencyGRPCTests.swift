@@ -13,7 +13,7 @@ import Testing
 /// (`certificateTransparencyForPrivateAnchors`).
 @Suite struct CertificateTransparencyGRPCTests {
     @available(macOS 15.0, *)
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(10)))
     func aCTEnforcedHostIsReachedWithEnoughSCTsAndRefusedWithOne() async throws {
         let pki = try TestPKI(hosts: ["localhost"])
         let logs = [try TestCTLog(keyType: .p256), try TestCTLog(keyType: .rsa2048)]

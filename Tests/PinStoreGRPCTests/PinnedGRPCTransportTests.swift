@@ -29,7 +29,7 @@ import Testing
             var configuration = PinStore.Configuration(
                 serviceURL: lists.listURL, publicKey: key.publicKeyBase64,
                 storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-grpc-\(UUID().uuidString)"),
-                requestTimeout: 10)
+                requestTimeout: 60)
             configuration.requireListSignature = true
             configure(&configuration)
             let store = try PinStore(configuration: configuration)
@@ -52,11 +52,12 @@ import Testing
         }
     }
 
-    /// One Echo RPC; bounded so a failure cannot hang the suite.
+    /// One Echo RPC; bounded so a failure cannot hang the suite. Ten minutes: a hang guard, not a
+    /// speed check (30 s ran out for RPCs to a loopback server beside other builds and a CPU hog).
     @available(macOS 15.0, *)
     static func echo(_ client: GRPCClient<HTTP2ClientTransport.Posix>, _ bytes: [UInt8]) async throws -> [UInt8] {
         var options = CallOptions.defaults
-        options.timeout = .seconds(30)
+        options.timeout = .seconds(600)
         return try await client.unary(request: ClientRequest(message: bytes), descriptor: EchoService.method,
                                       serializer: RawBytesCoder(), deserializer: RawBytesCoder(), options: options) { response in
             try response.message
@@ -64,7 +65,7 @@ import Testing
     }
 
     @available(macOS 15.0, *)
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(10)))
     func aPinnedServerIsReached() async throws {
         let world = try await World.start()
         let server = try await TestGRPCServer.start(presenting: world.pki.leaf)
@@ -80,7 +81,7 @@ import Testing
     }
 
     @available(macOS 15.0, *)
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(10)))
     func anImpostorIsRefusedBeforeAnyRPCByteReachesTheServer() async throws {
         let world = try await World.start()
         let impostor = try await TestGRPCServer.start(presenting: world.pki.impostor)
@@ -102,7 +103,7 @@ import Testing
     }
 
     @available(macOS 15.0, *)
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(10)))
     func theRefusedRPCsErrorSaysPinStoreRefusedTheServerAndWhy() async throws {
         let world = try await World.start()
         let impostor = try await TestGRPCServer.start(presenting: world.pki.impostor)
@@ -129,7 +130,7 @@ import Testing
     }
 
     @available(macOS 15.0, *)
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(10)))
     func aListUpdateThatWithdrawsThePinClosesTheConnection() async throws {
         let world = try await World.start()
         let server = try await TestGRPCServer.start(presenting: world.pki.leaf)
@@ -173,7 +174,7 @@ import Testing
 
 extension PinnedGRPCTransportTests {
     @available(macOS 15.0, *)
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(10)))
     func aListUpdateThatWithdrawsThePinClosesAnIdleConnectionWithoutWaitingForAnRPC() async throws {
         let world = try await World.start()
         let server = try await TestGRPCServer.start(presenting: world.pki.leaf)
@@ -183,8 +184,9 @@ extension PinnedGRPCTransportTests {
             let rotated = try world.pki.issueLeaf(for: ["localhost"])
             try world.lists.publish(TestPinList(pinning: [rotated.certificate]))
             #expect(await world.store.update(mode: .forced) == .ok)
-            // The client closed it before the update returned; bounded poll for the server to see it.
-            for _ in 0..<100 where server.closedConnections.count == 0 {
+            // The client closed it before the update returned; waits for the server to see it
+            // (the test's time limit is the hang guard; a count of polls measured the machine).
+            while server.closedConnections.count == 0 {
                 try await Task.sleep(for: .milliseconds(100))
             }
             return server.closedConnections.count

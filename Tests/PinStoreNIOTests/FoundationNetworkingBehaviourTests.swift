@@ -2,6 +2,7 @@
 import Foundation
 import FoundationNetworking
 import PinStore
+import PinStoreTestSupport
 import Testing
 
 /// What FoundationNetworking (swift-corelibs-foundation) does with a custom URLProtocol, shown
@@ -31,9 +32,7 @@ import Testing
         let delegate = PieceCollector()
         let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         session.dataTask(with: URL(string: "https://two.pieces.test/")!).resume()
-        for _ in 0..<250 where !delegate.pieces.withLock({ $0.contains("done") }) {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        _ = try await pollUntil(every: .milliseconds(20)) { delegate.pieces.withLock { $0.contains("done") } }
         #expect(delegate.pieces.withLock { $0 } == ["first ", "second", "done"])
     }
 }

@@ -172,8 +172,6 @@ import Testing
         let budget = 1 << 20
         let session = try session(limits: PinnedTransportLimits(bufferedBodyBudget: budget))
         let transport = try #require(PinnedSessionRegistry.transport(of: session.configuration))
-        let clock = ContinuousClock()
-        let started = clock.now
         let url = URL(string: "https://localhost:\(server.port)/stream?mib=0")!
         let errors = await withTaskGroup(of: URLError?.self) { group in
             for _ in 0..<4 {
@@ -190,7 +188,6 @@ import Testing
             #expect(error?.code == .dataLengthExceedsMaximum)
             #expect(error?.userInfo[NSUnderlyingErrorKey] as? PinnedTransportError == .bufferedBodyBudgetExceeded(budget: budget))
         }
-        #expect(clock.now - started < .seconds(Self.requestTimeout))
         #expect(transport.bodyBudget.peak <= budget)
         #expect(transport.bodyBudget.peak > budget / 2)
         // Every failed body gave its bytes back.

@@ -39,14 +39,14 @@ final class CountingReportSender: PinFailureReportSender {
             identifier: "reports",
             fallbackData: Data(list.utf8),
             storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-reports-\(UUID().uuidString)"),
-            requestTimeout: 2)
+            requestTimeout: HangGuard.seconds)
         configuration.reportURI = reportURI
         return try PinStore(configuration: configuration, fetcher: URLSessionListFetcher(), clock: clock, reportSender: sender)
     }
 
     static func session(_ store: PinStore) throws -> URLSession {
         let base = URLSessionConfiguration.ephemeral
-        base.timeoutIntervalForRequest = 10
+        base.timeoutIntervalForRequest = HangGuard.seconds  // a hang guard: the servers are on loopback
         return URLSession(configuration: .pinned(by: store, trustRoots: try Pins.anchors, updateOnEmpty: false,
                                                  updateOnMismatch: false, basedOn: base))
     }

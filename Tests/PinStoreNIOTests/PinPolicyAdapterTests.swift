@@ -20,7 +20,7 @@ import Testing
             serviceURL: URL(string: "http://127.0.0.1:1/unused")!,
             publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
             storageDirectory: directory,
-            requestTimeout: 5,
+            requestTimeout: HangGuard.seconds,
             policies: [PinPolicy(domain: "localhost", pins: [pin, .leafKey(spkiSHA256Base64: backup)])]))
     }
 
@@ -71,7 +71,7 @@ import Testing
     #if canImport(FoundationNetworking)
     func urlSessionOutcome(_ store: PinStore, _ server: TestServer) async throws -> Result<Int, URLError> {
         let base = URLSessionConfiguration.ephemeral
-        base.timeoutIntervalForRequest = 30
+        base.timeoutIntervalForRequest = HangGuard.seconds  // a hang guard: the servers are on loopback
         // No list download after a refusal: these tests are about the policies alone (a
         // download to the unused list URL raced the request timeout under a sanitizer).
         let session = URLSession(configuration: .pinned(by: store, trustRoots: try Pins.anchors, updateOnEmpty: false,

@@ -46,7 +46,7 @@ import Testing
         headers.add(name: "Host", value: "localhost:\(port)")
         return PinnedConnectionPool.Request(key: .init(host: HostName(normalized: "localhost"), port: port),
                                             head: HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers),
-                                            body: nil, timeout: .seconds(10))
+                                            body: nil, timeout: .seconds(Int64(HangGuard.seconds)))  // a hang guard
     }
 
     @Test func cancellingARequestThatAlreadyEndedLeavesTheNextRequestOnItsConnectionAlone() async throws {
@@ -107,9 +107,7 @@ import Testing
             let cancel = ticket
             Task {
                 // Once the server has the request, so that the running request is aborted.
-                for _ in 0..<12_000 where server.requests.withLock({ $0.isEmpty }) {
-                    try? await Task.sleep(for: .milliseconds(10))
-                }
+                _ = try? await pollUntil(every: .milliseconds(10)) { !server.requests.withLock { $0.isEmpty } }
                 cancel?.cancel()
             }
         }
@@ -138,9 +136,7 @@ import Testing
         }
         let key = PinnedConnectionPool.Key(host: HostName(normalized: "localhost"), port: listener.port)
         // The handshake to the silent listener gives up after 300 ms.
-        for _ in 0..<1_000 where pool.connectionCount(for: key) > 0 {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        _ = try await pollUntil(every: .milliseconds(10)) { pool.connectionCount(for: key) == 0 }
         #expect(pool.connectionCount(for: key) == 0)
         #expect(pool.heldRequestCount.waiting == 0)
         #expect(pool.heldRequestCount.undeliveredFailures == 0)

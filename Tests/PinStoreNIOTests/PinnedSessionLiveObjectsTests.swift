@@ -25,7 +25,7 @@ import Testing
     func subject(store: PinStore? = nil, delegate: (any URLSessionDelegate)? = nil,
                  configure: (URLSessionConfiguration) -> Void = { _ in }) throws -> Subject {
         let base = URLSessionConfiguration.ephemeral
-        base.timeoutIntervalForRequest = 20
+        base.timeoutIntervalForRequest = HangGuard.seconds  // a hang guard: the servers are on loopback
         configure(base)
         let configuration = URLSessionConfiguration.pinned(by: try store ?? Pins.good(), trustRoots: try Pins.anchors, basedOn: base)
         let transport = try #require(PinnedSessionRegistry.transport(of: configuration))
@@ -44,12 +44,10 @@ import Testing
             if pool.undeliveredFailures > 0 { held["undelivered connection failures"] = pool.undeliveredFailures }
             return held
         }
-        var now = held()
-        // Up to 30 s, only ever spent when something is left behind.
-        for _ in 0..<1_500 where !now.isEmpty {
-            try? await Task.sleep(for: .milliseconds(20))
-            now = held()
-        }
+        // Only ever waits when something is left behind; ``HangGuard`` ends the wait for a leak
+        // (30 s passed on a machine busy with builds with nothing leaked).
+        _ = try? await pollUntil(every: .milliseconds(20)) { held().isEmpty }
+        let now = held()
         #expect(now == [:], "left alive after \(Self.rounds) requests ended", sourceLocation: sourceLocation)
     }
 
@@ -83,9 +81,7 @@ import Testing
     func cancelOnceTheServerHasIt(_ subject: Subject, _ server: TestServer, _ index: Int) async -> URLError? {
         let seen = server.requests.withLock { $0.count }
         let request = Task { try await subject.session.data(from: url(server, "/slow?request=\(index)")) }
-        for _ in 0..<1_000 where server.requests.withLock({ $0.count }) == seen {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
+        _ = try? await pollUntil(every: .milliseconds(10)) { server.requests.withLock { $0.count } != seen }
         request.cancel()
         return await failure { _ = try await request.value }
     }
@@ -98,7 +94,10 @@ import Testing
             let (data, _) = try await subject.session.data(from: url(server, "/hello?request=\(index)"))
             #expect(String(decoding: data, as: UTF8.self) == "hello over a pinned connection")
         }
-        #expect(server.connectionCount == 1)
+        // The requests share a connection. Not "exactly one": the pool closes a connection idle
+        // for 60 s, and a test task that waited that long for a thread between two requests
+        // (beside other builds and a CPU hog) saw two.
+        #expect(server.connectionCount < Self.rounds / 2)
     }
 
     @Test func successfulHTTP2RequestsLeaveNothingAlive() async throws {
@@ -109,7 +108,10 @@ import Testing
             let (_, response) = try await subject.session.data(from: url(server, "/hello?request=\(index)"))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
         }
-        #expect(server.connectionCount == 1)
+        // The requests share a connection. Not "exactly one": the pool closes a connection idle
+        // for 60 s, and a test task that waited that long for a thread between two requests
+        // (beside other builds and a CPU hog) saw two.
+        #expect(server.connectionCount < Self.rounds / 2)
     }
 
     @Test func completionHandlerRequestsLeaveNothingAlive() async throws {

@@ -9,9 +9,10 @@ import Testing
 /// URLSession on Linux through `URLSessionConfiguration.pinned(by:)`, against real TLS servers
 /// on 127.0.0.1 presenting fixture certificates.
 @Suite struct PinnedURLSessionTests {
-    // 30 s: a handshake on a machine loaded by a parallel build took longer than 10 s, and a
-    // refusal test then saw `.timedOut` instead of the refusal it checks.
-    func session(_ store: PinStore, updateOnEmpty: Bool = false, timeout: TimeInterval = 30) throws -> URLSession {
+    // A hang guard, not a speed check: a handshake on a machine loaded by a parallel build took
+    // longer than 10 s, and one beside a CPU hog longer than 30 s, and a refusal test then saw
+    // `.timedOut` instead of the refusal it checks.
+    func session(_ store: PinStore, updateOnEmpty: Bool = false, timeout: TimeInterval = HangGuard.seconds) throws -> URLSession {
         let base = URLSessionConfiguration.ephemeral
         base.timeoutIntervalForRequest = timeout
         return URLSession(configuration: .pinned(by: store, trustRoots: try Pins.anchors, updateOnEmpty: updateOnEmpty, basedOn: base))
@@ -114,7 +115,7 @@ import Testing
         let store = try Pins.store(fallback: nil, serviceURL: "http://127.0.0.1:\(lists.port)/list.json")
         // A generous timeout: under a sanitizer on a loaded machine the update and the
         // handshake can take seconds (10 s was seen to run out there).
-        let (data, _) = try await session(store, updateOnEmpty: true, timeout: 30).data(from: URL(string: "https://localhost:\(server.port)/hello")!)
+        let (data, _) = try await session(store, updateOnEmpty: true).data(from: URL(string: "https://localhost:\(server.port)/hello")!)
         #expect(String(decoding: data, as: UTF8.self) == "hello over a pinned connection")
         #expect(lists.requests.withLock { $0 } == ["GET /list.json"])
     }
@@ -143,7 +144,7 @@ import Testing
     @Test func fiftyConcurrentRequestsThroughOneSessionAreAllCorrect() async throws {
         let server = try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
         defer { Task { await server.shutdown() } }
-        let session = try session(try Pins.good(), timeout: 30)
+        let session = try session(try Pins.good())
         let url = URL(string: "https://localhost:\(server.port)/hello")!
         let bodies = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<50 {
@@ -200,13 +201,9 @@ import Testing
         }
         task.resume()
         // Let the request reach the server, then cancel.
-        for _ in 0..<100 where server.requests.withLock({ $0 }).isEmpty {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        _ = try await pollUntil(every: .milliseconds(20)) { !server.requests.withLock { $0 }.isEmpty }
         task.cancel()
-        for _ in 0..<100 where !done.withLock({ $0 }) {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        _ = try await pollUntil(every: .milliseconds(20)) { done.withLock { $0 } }
         #expect((outcome.withLock { $0 } as? URLError)?.code == .cancelled)
     }
 
@@ -231,9 +228,7 @@ import Testing
         let session = URLSession(configuration: .pinned(by: try Pins.good(), trustRoots: try Pins.anchors, basedOn: base),
                                  delegate: delegate, delegateQueue: nil)
         session.dataTask(with: URL(string: "https://localhost:\(server.port)/hello")!).resume()
-        for _ in 0..<250 where !delegate.events.withLock({ $0.contains("complete") }) {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        _ = try await pollUntil(every: .milliseconds(20)) { delegate.events.withLock { $0.contains("complete") } }
         #expect(delegate.events.withLock { $0 } == ["response 200", "data hello over a pinned connection", "complete"])
     }
 

@@ -41,10 +41,10 @@ import Testing
         let store = try PinStore(configuration: .init(
             serviceURL: URL(string: "https://pins.pinstore.test/list.json")!,
             publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
-            storageDirectory: directory, requestTimeout: 5), fetcher: OneList(list), clock: clock)
+            storageDirectory: directory, requestTimeout: HangGuard.seconds), fetcher: OneList(list), clock: clock)
         #expect(await store.update(mode: .forced) == .ok)
         let base = URLSessionConfiguration.ephemeral
-        base.timeoutIntervalForRequest = 10
+        base.timeoutIntervalForRequest = HangGuard.seconds  // a hang guard: the servers are on loopback
         let session = URLSession(configuration: .pinned(by: store, trustRoots: try Pins.anchors, updateOnEmpty: false,
                                                         updateOnMismatch: false, basedOn: base))
         let url = URL(string: "https://localhost:\(server.port)/hello")!

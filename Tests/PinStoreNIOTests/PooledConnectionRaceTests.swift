@@ -82,14 +82,14 @@ import Testing
         let store = try PinStore(configuration: .init(
             serviceURL: URL(string: "https://pins.pinstore.test/list.json")!,
             publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
-            storageDirectory: directory, requestTimeout: 5), fetcher: stub)
+            storageDirectory: directory, requestTimeout: HangGuard.seconds), fetcher: stub)
         let pinned = try Self.list(pinning: "pki/localhost.pem")
         let withdrawn = try Self.list(pinning: "pki/rogue-leaf.pem")
         stub.body.withLock { $0 = pinned }
         try #require(await store.update(mode: .forced) == .ok)
 
         let base = URLSessionConfiguration.ephemeral
-        base.timeoutIntervalForRequest = 30
+        base.timeoutIntervalForRequest = HangGuard.seconds  // a hang guard: the servers are on loopback
         // No refusal-triggered downloads: the test alone switches the list.
         let session = URLSession(configuration: .pinned(by: store, trustRoots: try Pins.anchors, updateOnEmpty: false,
                                                         updateOnMismatch: false, basedOn: base))

@@ -21,7 +21,7 @@ import Testing
             useChallenge: useChallenge,
             fallbackData: fallback,
             storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-nio-audit-\(UUID().uuidString)"),
-            requestTimeout: 5)
+            requestTimeout: HangGuard.seconds)
         configuration.enforcement = enforcement
         return try PinStore(configuration: configuration)
     }
@@ -34,7 +34,7 @@ import Testing
 
     func session(_ store: PinStore) throws -> URLSession {
         let base = URLSessionConfiguration.ephemeral
-        base.timeoutIntervalForRequest = 10
+        base.timeoutIntervalForRequest = HangGuard.seconds  // a hang guard: the servers are on loopback
         return URLSession(configuration: .pinned(by: store, trustRoots: try Pins.anchors, updateOnEmpty: false, updateOnMismatch: false, basedOn: base))
     }
 

@@ -151,7 +151,7 @@ enum WeakServer: String, CaseIterable, Sendable {
 @Suite struct TransportSecurityURLSessionTests {
     func session(_ store: PinStore) throws -> URLSession {
         let base = URLSessionConfiguration.ephemeral
-        base.timeoutIntervalForRequest = 10
+        base.timeoutIntervalForRequest = HangGuard.seconds  // a hang guard: the servers are on loopback
         return URLSession(configuration: .pinned(by: store, trustRoots: try Pins.anchors, updateOnEmpty: false, basedOn: base))
     }
 

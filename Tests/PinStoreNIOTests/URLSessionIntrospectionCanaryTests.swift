@@ -2,6 +2,7 @@
 import Foundation
 import FoundationNetworking
 import PinStore
+import PinStoreTestSupport
 import Testing
 @testable import PinStoreNIO
 
@@ -157,9 +158,7 @@ private final class Finished: NSObject, URLSessionDataDelegate, @unchecked Senda
     }
 
     func wait() async throws {
-        for _ in 0..<250 where !done.withLock({ $0 }) {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        _ = try await pollUntil(every: .milliseconds(20)) { done.withLock { $0 } }
         #expect(done.withLock { $0 })
     }
 }

@@ -54,18 +54,17 @@ struct CommandSignerTests {
     @Test func aTimeoutKillsWhatTheCommandStarted() async throws {
         let directory = try TestResources.temporaryDirectory(); defer { try? FileManager.default.removeItem(at: directory) }
         let pidFile = directory.appendingPathComponent("pid")
+        // 10 s: time for the shell to start its child and say so on a loaded machine (with 2 s
+        // it could be killed first, leaving nothing to check); still far below the child's 60.
         let signer = CommandSigner(arguments: ["/bin/sh", "-c", "sleep 60 & echo $! > \(pidFile.path); wait"],
-                                   publicKey: try P256PrivateKey().publicKey, timeout: 2)
+                                   publicKey: try P256PrivateKey().publicKey, timeout: 10)
         let error = await #expect(throws: PublisherError.self) { _ = try await signer.sign(Data("x".utf8)) }
         #expect(error?.reason.contains("did not finish within") == true, "\(String(describing: error))")
         let grandchild = try #require(Self.pid(in: pidFile), "the command was killed before it started its child; nothing to check")
-        // SIGKILL reaches the whole group at once; the orphan is reaped by init soon after.
-        var alive = true
-        for _ in 0..<200 where alive {
-            alive = kill(grandchild, 0) == 0 && !Self.isZombie(grandchild)
-            if alive { try await Task.sleep(nanoseconds: 50_000_000) }
-        }
-        #expect(!alive, "the command's child \(grandchild) outlived the timeout")
+        // SIGKILL reaches the whole group at once; the orphan is reaped by init soon after
+        // (waited for; ``HangGuard`` ends the wait for one that outlived it).
+        let gone = try await pollUntil { kill(grandchild, 0) != 0 || Self.isZombie(grandchild) }
+        #expect(gone, "the command's child \(grandchild) outlived the timeout")
     }
 
     /// A command that exits but leaves a process holding its output must not hang the
@@ -73,18 +72,17 @@ struct CommandSignerTests {
     @Test func aCommandWhoseChildKeepsItsOutputOpenIsRefusedByTheDeadline() async throws {
         let directory = try TestResources.temporaryDirectory(); defer { try? FileManager.default.removeItem(at: directory) }
         let pidFile = directory.appendingPathComponent("pid")
+        // 10 s, not 2: the shell must exit before the deadline for the output to be what is
+        // refused; beside other builds and a CPU hog it took longer, and the command was refused
+        // as one that did not finish.
         let signer = CommandSigner(arguments: ["/bin/sh", "-c", "sleep 60 & echo $! > \(pidFile.path); exit 0"],
-                                   publicKey: try P256PrivateKey().publicKey, timeout: 2)
+                                   publicKey: try P256PrivateKey().publicKey, timeout: 10)
         let error = await #expect(throws: PublisherError.self) { _ = try await signer.sign(Data("x".utf8)) }
         #expect(error?.code == .signingFailed)
         #expect(error?.reason.contains("kept its output open") == true, "\(String(describing: error))")
         if let holder = Self.pid(in: pidFile) {
-            var alive = true
-            for _ in 0..<200 where alive {
-                alive = kill(holder, 0) == 0 && !Self.isZombie(holder)
-                if alive { try await Task.sleep(nanoseconds: 50_000_000) }
-            }
-            #expect(!alive, "the process holding the output (\(holder)) was not killed")
+            let gone = try await pollUntil { kill(holder, 0) != 0 || Self.isZombie(holder) }
+            #expect(gone, "the process holding the output (\(holder)) was not killed")
         }
     }
 

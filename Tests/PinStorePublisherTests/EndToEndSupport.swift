@@ -109,7 +109,7 @@ struct EndToEndFixture {
 
     /// A publisher reading the folder's publication file (and resuming from its state file).
     func publisher() throws -> Publisher {
-        let prober = TLSPartnerProber(resolver: resolver, now: { [clock] in clock.now() })
+        let prober = TLSPartnerProber(configuration: .hangGuarded, resolver: resolver, now: { [clock] in clock.now() })
         return try Publisher(file: try PublicationFile(contentsOf: file("publication.json")), prober: prober, clock: clock)
     }
 
@@ -154,7 +154,7 @@ final class PinnedClient: @unchecked Sendable {
     /// One request's pin decision on what the server at `port` presents now (a real handshake).
     @discardableResult
     func request(port: Int, host: String = EndToEndFixture.host) async throws -> Bool {
-        let results = await TLSPartnerProber(resolver: LoopbackResolver(port)).probe(ProbeTarget(host: host, port: port, trustRoots: .system))
+        let results = await TLSPartnerProber(configuration: .hangGuarded, resolver: LoopbackResolver(port)).probe(ProbeTarget(host: host, port: port, trustRoots: .system))
         guard let chain = results.first?.observation?.presentedChain else {
             throw ClientError("no chain from 127.0.0.1:\(port): \(results)")
         }

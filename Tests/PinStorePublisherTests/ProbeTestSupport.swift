@@ -2,6 +2,7 @@ import Foundation
 import PinStore
 import PinStoreDevServer
 import PinStoreTesting
+import PinStoreTestSupport
 @testable import PinStorePublisher
 
 /// A resolver that maps every name to ports on 127.0.0.1: one test server per "load balancer"
@@ -22,13 +23,25 @@ struct LoopbackResolver: ProbeAddressResolver {
     }
 }
 
-/// A prober reaching `ports` on 127.0.0.1 whatever the name, with a short timeout.
-func loopbackProber(_ ports: [Int], timeout: Duration = .seconds(20),
+/// A prober reaching `ports` on 127.0.0.1 whatever the name. Its timeout is a hang guard unless a
+/// test is about it: a handshake with a loopback server took more than 10 s beside other builds
+/// and a CPU hog, and the server was then reported unreachable.
+func loopbackProber(_ ports: [Int], timeout: Duration = .seconds(Int64(HangGuard.seconds)),
                     configure: (inout TLSPartnerProber.Configuration) -> Void = { _ in }) -> TLSPartnerProber {
     var configuration = TLSPartnerProber.Configuration()
     configuration.timeout = timeout
     configure(&configuration)
     return TLSPartnerProber(configuration: configuration, resolver: LoopbackResolver(ports: ports))
+}
+
+extension TLSPartnerProber.Configuration {
+    /// The defaults, with the hang guard as the timeout (``loopbackProber(_:timeout:configure:)``
+    /// says why).
+    static var hangGuarded: Self {
+        var configuration = Self()
+        configuration.timeout = .seconds(Int64(HangGuard.seconds))
+        return configuration
+    }
 }
 
 extension ProbeResult {

@@ -10,7 +10,7 @@ import PinStoreTesting
 /// publication file's CT section naming those logs, and a client that downloads what was
 /// published. An impostor that holds a certificate from the partner's own allowed CA but never
 /// logged it is what CT exists to expose: it must be staged, never published.
-@Suite(.timeLimit(.minutes(3))) struct PublisherCertificateTransparencyTests {
+@Suite(.timeLimit(.minutes(15))) struct PublisherCertificateTransparencyTests {
     static let host = EndToEndFixture.host
 
     /// The partner's leaves: the first, logged to both logs; a rotation, logged as well; and an

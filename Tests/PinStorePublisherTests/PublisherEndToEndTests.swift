@@ -9,7 +9,7 @@ import PinStoreTesting
 /// publication, state and list files, and a pinned client that downloads what the publisher
 /// published and checks what the servers present. The clock is moved by hand (K sightings over T
 /// and a grace period of a day take no real time); every wait is a round the test runs itself.
-@Suite(.timeLimit(.minutes(3))) struct PublisherEndToEndTests {
+@Suite(.timeLimit(.minutes(15))) struct PublisherEndToEndTests {
     static let host = EndToEndFixture.host
     /// The fixture's K (minimumSightings).
     static let sightings = 3

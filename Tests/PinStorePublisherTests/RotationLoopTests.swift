@@ -13,7 +13,7 @@ import Logging
 /// from the same allowed CA); a store's pin-failure report reaches a publisher's report endpoint
 /// over real HTTP; the vantage points probe with the real TLS prober, agree in one round, and a
 /// pinned client allows the new leaf, with no clock moved by K over T.
-@Suite(.timeLimit(.minutes(5))) struct RotationLoopTests {
+@Suite(.timeLimit(.minutes(15))) struct RotationLoopTests {
     static let host = EndToEndFixture.host
 
     /// POSTs `body` to the endpoint and returns the HTTP status.

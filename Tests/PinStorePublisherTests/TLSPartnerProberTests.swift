@@ -6,7 +6,7 @@ import PinStoreTestSupport
 @testable import PinStorePublisher
 
 /// The real prober against real TLS servers on 127.0.0.1.
-@Suite(.timeLimit(.minutes(2))) struct TLSPartnerProberTests {
+@Suite(.timeLimit(.minutes(10))) struct TLSPartnerProberTests {
     static let host = "partner.pinstore.test"
 
     @Test func aValidChainIsRecordedAndValidated() async throws {

@@ -14,7 +14,7 @@ import Darwin
 /// TLS prober against servers on 127.0.0.1, a real shared folder, real output folders, and a
 /// pinned client downloading what they publish. A compromised vantage point's moves are made
 /// with its real key, through the same folder.
-@Suite(.timeLimit(.minutes(5))) struct VantagePointEndToEndTests {
+@Suite(.timeLimit(.minutes(15))) struct VantagePointEndToEndTests {
     static let host = EndToEndFixture.host
 
     /// n publishers with threshold k sharing one folder; vantage point `i` reaches `ports[i]`.

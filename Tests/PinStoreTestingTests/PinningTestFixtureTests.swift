@@ -31,7 +31,9 @@ import Testing
     }
 
     @Test func rotationPublishedThroughTheFixtureReachesTheStore() async throws {
-        try await PinningTestFixture.withFixture { fixture in
+        // The download's deadline as a hang guard: the fixture's 10 s ran out for a loopback
+        // download beside other builds and a CPU hog, and the update came back `networkError`.
+        try await PinningTestFixture.withFixture(configure: { $0.requestTimeout = 600 }) { fixture in
             let renewed = try fixture.pki.issueLeaf(for: fixture.hosts)
             let result = try await fixture.publish(pinning: [renewed.certificate])
             #expect(result == .ok)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PinStore
 import PinStoreSigning
+import PinStoreTestSupport
 
 /// A list a fleet delivers as a file (a Kubernetes ConfigMap volume, a synced folder): real
 /// files, real signatures, the store's own default fetcher, and no HTTP anywhere.
@@ -45,13 +46,10 @@ import PinStoreSigning
         }
     }
 
-    /// Polls (bounded) until `condition` holds; the store's run loop works on its own time.
+    /// Waits until `condition` holds (``HangGuard`` bounds a stuck test); the store's run loop
+    /// works on its own time.
     static func eventually(_ condition: () -> Bool) async throws -> Bool {
-        for _ in 0..<600 {
-            if condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return condition()
+        try await pollUntil(condition)
     }
 
     @Test func aStoreGivenAFileURLReadsTheSignedListWithoutAFetcher() async throws {
@@ -82,7 +80,7 @@ import PinStoreSigning
         #expect(missing.activity == .readFromFile)
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func runFollowsAConfigMapSwapWithNoRestart() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         let ring = try KeyRing(count: 1)
@@ -130,7 +128,7 @@ import PinStoreSigning
         #expect(store.storedEntries == [Rotation.pinned])
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func aFIFOAtTheListPathIsRefusedWithoutBlocking() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         let file = directory.url.appendingPathComponent("list.json")

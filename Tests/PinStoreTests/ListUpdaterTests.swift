@@ -2,6 +2,7 @@ import Foundation
 import MetricsTestKit
 import Logging
 import PinStoreDevServer
+import PinStoreTestSupport
 import Testing
 @testable import PinStore
 import PinStoreSigning
@@ -115,7 +116,7 @@ struct UpdaterHarness {
         #expect(fetcher.requestCount == 1)
         #expect(harness.stored != nil)
         clock.set(harness.updater.nextUpdateDate)
-        for _ in 0..<5_000 where fetcher.requestCount < 2 { try await Task.sleep(for: .milliseconds(1)) }
+        _ = try await pollUntil(every: .milliseconds(1)) { fetcher.requestCount >= 2 }
         #expect(fetcher.requestCount == 2)
         #expect(wake <= harness.updater.nextUpdateDate)
         loop.cancel()

@@ -50,10 +50,7 @@ import CPinStoreTestSupport
         let store = try PinFailureReportTests.store(directory, sender: sender, limits: limits, metrics: metrics)
         _ = PinFailureReportTests.evaluator(store).evaluateNow(host: "localhost", presentedChain: try PinFailureReportTests.chain("attacker-chain.pem"),
                                                                at: ChainValidatorTests.now)
-        let deadline = Date().addingTimeInterval(10)
-        while PinFailureReportTests.reportCount(metrics, "failed") == 0, Date() < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        _ = try await pollUntil(every: .milliseconds(20)) { PinFailureReportTests.reportCount(metrics, "failed") > 0 }
         #expect(PinFailureReportTests.reportCount(metrics, "failed") == 1)
         #expect(PinFailureReportTests.reportCount(metrics, "sent") == 0)
     }

@@ -311,7 +311,7 @@ extension SharedStorageTests {
 }
 
 @Suite struct PinStoreLifetimeTests {
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func runEndsOnCancellationWhileADownloadHangs() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         // A list server that never answers (within this test): run() must not wait for it.
@@ -323,7 +323,7 @@ extension SharedStorageTests {
         try await run.value
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func decisionStreamsEndWhenTheStoreGoesAway() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         var store: PinStore? = try StoreFixtures.store(ScriptedFetcher.serving(Data()), directory: directory.url)

@@ -22,7 +22,7 @@ import Testing
             expectedCommonNames: expectedCommonNames,
             fallbackData: fallback,
             storageDirectory: directory,
-            requestTimeout: 2))
+            requestTimeout: HangGuard.seconds))
     }
 
     /// A one-entry list pinning `certificate` (a PEM fixture) for `name` at `depth`.

@@ -17,7 +17,7 @@ import Testing
     static func configuration(_ ring: KeyRing, server: ListServer, directory: URL) throws -> PinStore.Configuration {
         var configuration = PinStore.Configuration(serviceURL: server.baseURL.appendingPathComponent("list.json"),
                                                    publicKey: try ring.publicKey(0), identifier: "worker",
-                                                   storageDirectory: directory, requestTimeout: 5)
+                                                   storageDirectory: directory, requestTimeout: 60)
         configuration.keyDocumentURL = server.baseURL.appendingPathComponent("keys.json")
         return configuration
     }
@@ -29,7 +29,7 @@ import Testing
         })
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func aWorkerAdoptingTheRotationFromTheFolderDropsTheLeakedListAndBothTakeTheTeamsNextLists() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         let ring = try KeyRing(count: 2)
@@ -92,7 +92,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func aWorkerCutOffFromTheServerStopsCountingTheLeakedListOnceTheRotationIsInTheFolder() async throws {
         let directory = try TemporaryDirectory(); defer { directory.cleanUp() }
         let ring = try KeyRing(count: 2)

@@ -96,8 +96,7 @@ import Darwin
         let store = try Self.restart(directory.url, fetcher: fetcher)
         #expect(store.nextUpdateDate <= Self.now)
         #expect(await store.update() == .ok)   // a silent update: it starts in the background
-        let deadline = Date().addingTimeInterval(5)
-        while fetcher.requestCount == 0, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        _ = try await pollUntil(every: .milliseconds(10)) { fetcher.requestCount > 0 }
         #expect(fetcher.requestCount == 1)
     }
 

@@ -29,7 +29,7 @@ enum ChainAwareClient {
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         let response = eventLoop.makePromise(of: Int.self)
         let connect = ClientBootstrap(group: eventLoop)
-            .connectTimeout(.seconds(10))
+            .connectTimeout(.seconds(Int64(HangGuard.seconds)))  // a hang guard: loopback, on busy event loops
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let tls = try verifier.makeClientHandler(context: context, serverHostname: host, port: server.port) { made in

@@ -44,7 +44,7 @@ enum Pins {
             expectedCommonNames: expectedCommonNames,
             fallbackData: fallback,
             storageDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-ahc-\(UUID().uuidString)"),
-            requestTimeout: 5,
+            requestTimeout: 60,
             policies: policies)
         configuration.transportSecurityExceptions = exceptions
         configuration.enforcement = enforcement
@@ -76,7 +76,7 @@ enum Pins {
         var configuration = PinStore.Configuration(serviceURL: listURL, publicKey: publicKey,
                                                    storageDirectory: FileManager.default.temporaryDirectory
                                                        .appendingPathComponent("pinstore-ahc-\(UUID().uuidString)"),
-                                                   requestTimeout: 5)
+                                                   requestTimeout: 60)
         configuration.requireListSignature = true
         return try PinStore(configuration: configuration)
     }
@@ -128,7 +128,7 @@ enum Pins {
     /// GET `path` on `server`, asking for `host` (`localhost` by default), and the body as text.
     static func get(_ client: HTTPClient, _ server: LoopbackHTTPSServer, _ path: String = "/hello",
                     host: String = "localhost") async throws -> (HTTPClientResponse, String) {
-        let response = try await client.execute(HTTPClientRequest(url: "https://\(host):\(server.port)" + path), timeout: .seconds(20))
+        let response = try await client.execute(HTTPClientRequest(url: "https://\(host):\(server.port)" + path), timeout: .seconds(Int64(HangGuard.seconds)))
         let body = try await response.body.collect(upTo: 1 << 20)
         return (response, String(buffer: body))
     }
@@ -172,8 +172,9 @@ final class MutableListServer: Sendable {
     }
 }
 
-/// Waits (up to `seconds`) until `condition` holds; returns whether it did.
-func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+/// Waits (up to `seconds`, by default the hang guard) until `condition` holds; returns whether
+/// it did. A bound tighter than the guard measures the machine: keep the default.
+func eventually(_ seconds: Double = HangGuard.seconds, _ condition: () -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if condition() { return true }

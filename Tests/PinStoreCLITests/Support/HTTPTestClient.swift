@@ -19,7 +19,9 @@ enum HTTPTestClient {
         }
     }
 
-    static func get(_ url: URL, headers: [String: String] = [:], timeout: TimeInterval = 10) async throws -> Response {
+    /// `timeout` is a hang guard (URLSession's idle timeout), not a speed check: the servers are
+    /// on loopback, and a machine busy with builds can leave one without a turn for seconds.
+    static func get(_ url: URL, headers: [String: String] = [:], timeout: TimeInterval = RunningProcess.hangGuard) async throws -> Response {
         var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData, timeoutInterval: timeout)
         for (name, value) in headers {
             request.setValue(value, forHTTPHeaderField: name)

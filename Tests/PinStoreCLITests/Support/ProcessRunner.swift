@@ -61,23 +61,36 @@ final class RunningProcess: Sendable {
     var stdout: String { child.stdout }
     var stderr: String { child.stderr }
 
-    /// Waits (up to `timeout` seconds) until standard output matches `pattern`; returns the
-    /// first match.
-    func waitForOutput(matching pattern: String, timeout: TimeInterval = 20) async throws -> String? {
+    /// How long a wait on a child's event may last before the test gives up (``HangGuard``).
+    static let hangGuard: TimeInterval = HangGuard.seconds
+
+    /// Waits until standard output matches `pattern` and returns the first match; nil when the
+    /// child ended without printing it, or after `timeout` seconds (a hang guard).
+    ///
+    /// The output is looked at before the time is: a test task that the loaded machine let run
+    /// again only after the guard had passed still finds a line the child printed in time.
+    /// (It used to look at the clock first, and a 20 s deadline, counted while the test task was
+    /// waiting for a thread, gave up on a line that was already there.)
+    func waitForOutput(matching pattern: String, timeout: TimeInterval = RunningProcess.hangGuard) async throws -> String? {
         let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        while true {
+            if !child.isRunning {
+                _ = await child.exitStatus()  // its output read to the end
+                let text = stdout
+                return text.range(of: pattern, options: .regularExpression).map { String(text[$0]) }
+            }
             let text = stdout
             if let range = text.range(of: pattern, options: .regularExpression) {
                 return String(text[range])
             }
-            if !child.isRunning { return nil }
+            if Date() >= deadline { return nil }
             try await Task.sleep(nanoseconds: 50_000_000)
         }
-        return nil
     }
 
-    /// Sends `signal` and waits (up to `timeout` seconds) for the exit status.
-    func stop(with signalNumber: Int32 = SIGINT, timeout: TimeInterval = 10) async throws -> Int32? {
+    /// Sends `signal` and waits for the exit status; after `timeout` seconds (a hang guard) the
+    /// child is killed and the answer is nil.
+    func stop(with signalNumber: Int32 = SIGINT, timeout: TimeInterval = RunningProcess.hangGuard) async throws -> Int32? {
         child.send(signalNumber)
         let deadline = Date().addingTimeInterval(timeout)
         while child.isRunning, Date() < deadline {

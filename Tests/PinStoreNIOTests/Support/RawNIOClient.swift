@@ -6,6 +6,7 @@ import NIOSSL
 import NIOTLS
 import PinStore
 import PinStoreNIO
+import PinStoreTestSupport
 
 /// A plain SwiftNIO HTTPS client, as an app would write one, pinned by `PinningTLSVerifier`.
 enum RawNIOClient {
@@ -31,7 +32,7 @@ enum RawNIOClient {
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         let promise = eventLoop.makePromise(of: Response.self)
         let connect = ClientBootstrap(group: eventLoop)
-            .connectTimeout(.seconds(10))
+            .connectTimeout(.seconds(Int64(HangGuard.seconds)))  // a hang guard: loopback, on busy event loops
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let tls = try verifier.makeClientHandler(context: context, serverHostname: host) { made in

@@ -330,7 +330,7 @@ enum Pins {
             publicKey: try TestResources.fixtureText("keys/list-signing.pub.b64").trimmingCharacters(in: .whitespacesAndNewlines),
             fallbackData: fallback,
             storageDirectory: directory,
-            requestTimeout: 5)
+            requestTimeout: HangGuard.seconds)
         configuration.transportSecurityExceptions = exceptions
         return try PinStore(configuration: configuration)
     }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PinStore
 import PinStoreSigning
+import PinStoreTestSupport
 
 /// Keys, key documents, lists and stores for the key set, key document and list expiry tests.
 /// The keys are made fresh by OpenSSL for each test (no key material in the repository).
@@ -62,7 +63,7 @@ enum Rotation {
                               keyDocuments: Bool = true, useChallenge: Bool = false) throws -> PinStore.Configuration {
         var configuration = PinStore.Configuration(serviceURL: listURL, publicKey: try ring.publicKey(keys[0]),
                                                    useChallenge: useChallenge, identifier: "rotation",
-                                                   storageDirectory: directory, requestTimeout: 5)
+                                                   storageDirectory: directory, requestTimeout: HangGuard.seconds)
         configuration.additionalPublicKeys = try keys.dropFirst().map { try ring.publicKey($0) }
         configuration.signatureThreshold = threshold
         configuration.keyDocumentURL = keyDocuments ? keysURL : nil

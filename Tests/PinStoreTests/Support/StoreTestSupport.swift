@@ -45,14 +45,15 @@ final class ManualClock: PinStoreClock, @unchecked Sendable {
         }
     }
 
-    /// The earliest deadline a task sleeps until, once one does (polls briefly; nil after ~5 s).
+    /// The earliest deadline a task sleeps until, once one does (polls; nil when none does
+    /// within ``HangGuard/seconds``: 5 s measured a loaded machine).
     func nextWake() async -> Date? {
-        for _ in 0..<5_000 {
-            let earliest: Date? = { lock.lock(); defer { lock.unlock() }; return sleepers.values.map(\.deadline).min() }()
-            if let earliest { return earliest }
-            try? await Task.sleep(for: .milliseconds(1))
+        var earliest: Date?
+        _ = try? await pollUntil(every: .milliseconds(1)) {
+            earliest = { lock.lock(); defer { lock.unlock() }; return sleepers.values.map(\.deadline).min() }()
+            return earliest != nil
         }
-        return nil
+        return earliest
     }
 
     private func wakeDue() {
@@ -125,10 +126,13 @@ enum StoreFixtures {
                               expectedCommonNames: [String]? = nil, maximumListSize: Int = 1 << 20,
                               serviceURL: URL = URL(string: "https://pins.pinstore.test/list.json")!,
                               identifier: String = "tests") throws -> PinStore.Configuration {
+        // `requestTimeout` is a hang guard here: the store's backstop around a fetcher of its
+        // own (twice the timeout) counts time the fetcher's task waits for a thread, and with
+        // 5 s a scripted answer given at once came back `deadlineExceeded` on a loaded machine.
         PinStore.Configuration(serviceURL: serviceURL, publicKey: try publicKey(), useChallenge: useChallenge,
                                expectedCommonNames: expectedCommonNames, identifier: identifier,
                                fallbackData: fallback, storageDirectory: directory,
-                               requestTimeout: 5, maximumListSize: maximumListSize)
+                               requestTimeout: HangGuard.seconds, maximumListSize: maximumListSize)
     }
 
     static func store(_ fetcher: any FingerprintListFetcher, directory: URL, clock: ManualClock = .inValidPeriod(),
