@@ -325,11 +325,14 @@ private func listPins(_ body: Data, _ fingerprint: String) -> Bool {
     return text.contains(fingerprint) || text.contains(fingerprint.replacingOccurrences(of: "/", with: "\\/"))
 }
 
-private func progress(_ line: String) {
+private func rotationProgress(_ line: String) {
     FileHandle.standardError.write(Data("[rotation-loop \(ISO8601DateFormatter().string(from: Date()))] \(line)\n".utf8))
 }
 
-private func rotationRun(stores count: Int, intercepted: Bool, maximumWait: TimeInterval) async throws -> RotationRun {
+/// One run. The cutover comes `cutoverAfterStart` seconds after the vantage points started (and
+/// probed), or as soon as every store allows the current leaf when nil: a few seconds after a
+/// probe, within the 30 s in which a report causes no immediate probe.
+private func rotationRun(stores count: Int, intercepted: Bool, cutoverAfterStart: TimeInterval?, maximumWait: TimeInterval) async throws -> RotationRun {
     let host = "partner.bench.pinstore.test"
     let pki = try TestPKI(hosts: [host])
     let next = try pki.issueLeaf(for: [host])
@@ -403,7 +406,7 @@ private func rotationRun(stores count: Int, intercepted: Bool, maximumWait: Time
         try await Task.sleep(for: .milliseconds(250))
         if let body = readLists(), listPins(body, pki.leaf.certificate.fingerprintBase64) { firstList = body }
     }
-    progress("\(intercepted ? "intercepted" : "clean"): first list after \(Int(Date().timeIntervalSince(started))) s")
+    rotationProgress("\(intercepted ? "intercepted" : "clean"): first list after \(Int(Date().timeIntervalSince(started))) s")
     let listServer = try await TestListServer.start(serving: TestPinList(entries: []), signedWith: try TestListSigningKey())
     listServer.publish(body: firstList!)
     // As `pinstore serve` reloads a changed file: the served bytes follow vantage point 1's list.
@@ -443,19 +446,19 @@ private func rotationRun(stores count: Int, intercepted: Bool, maximumWait: Time
         Task { await member.requestEverySecond(offset: Double(index) / Double(count), context: clientContext, host: host, port: partner.port, group: clientGroup) }
     }
 
-    // Every store allows the current leaf first; the cutover then comes at least a minute after
-    // the vantage points' start-up probe (a report within 30 s of a probe causes no probe).
+    // Every store allows the current leaf first.
     let readyDeadline = Date().addingTimeInterval(300)
     while !fleet.allSatisfy({ $0.firstAllowed(startedAtOrAfter: .distantPast) != nil }) {
         if Date() > readyDeadline { throw BenchmarkFailure("not every store allowed the current leaf within 5 minutes") }
         try await Task.sleep(for: .milliseconds(250))
     }
-    let earliestCutover = started.addingTimeInterval(60)
-    if earliestCutover > Date() { try await Task.sleep(for: .seconds(earliestCutover.timeIntervalSinceNow)) }
+    if let cutoverAfterStart, started.addingTimeInterval(cutoverAfterStart) > Date() {
+        try await Task.sleep(for: .seconds(started.addingTimeInterval(cutoverAfterStart).timeIntervalSinceNow))
+    }
     let listRequestsBefore = fleet.map { $0.fetcher.answers.withLock { $0.count } }
     let cutover = Date()
     try partner.present(next)
-    progress("\(intercepted ? "intercepted" : "clean"): cutover \(Int(cutover.timeIntervalSince(started))) s after the vantage points started")
+    rotationProgress("\(intercepted ? "intercepted" : "clean"): cutover \(Int(cutover.timeIntervalSince(started))) s after the vantage points started")
 
     let endDeadline = cutover.addingTimeInterval(maximumWait)
     while !fleet.allSatisfy({ $0.firstAllowed(startedAtOrAfter: cutover) != nil }), Date() < endDeadline {
@@ -491,7 +494,8 @@ private func rotationRun(stores count: Int, intercepted: Bool, maximumWait: Time
         other += answers.filter { $0.1 != 200 && $0.1 != 304 }.count
     }
     let state = watch.withLock { $0 }
-    return RotationRun(label: intercepted ? "one vantage point intercepted" : "clean", stores: count, windows: windows, refusals: refusals,
+    let label = (intercepted ? "one vantage point intercepted" : "clean") + (cutoverAfterStart == nil ? ", cutover just after a probe" : "")
+    return RotationRun(label: label, stores: count, windows: windows, refusals: refusals,
                        failures: failures, downloads: downloads, notModified: notModified, otherAnswers: other,
                        publishedAfter: state.newPinServedAt.map { $0.timeIntervalSince(cutover) },
                        newPinSource: pins.first { $0.pin == newPin }?.source, impostorSeen: state.impostor,
@@ -541,9 +545,16 @@ private func rows(for run: RotationRun, clean: RotationRun?) -> [Row] {
     return rows
 }
 
-/// The clean run, then the intercepted one: `stores` stores each.
-func rotationLoopRows(stores: Int = 50, maximumWait: TimeInterval = 600) async throws -> [Row] {
-    let clean = try await rotationRun(stores: stores, intercepted: false, maximumWait: maximumWait)
-    let intercepted = try await rotationRun(stores: stores, intercepted: true, maximumWait: maximumWait)
-    return rows(for: clean, clean: nil) + rows(for: intercepted, clean: clean)
+/// The clean run and the intercepted one, each with the cutover a minute after a probe round;
+/// then a clean one with the cutover seconds after a probe (reports inside the probe gap):
+/// `stores` stores each.
+func rotationLoopRows(stores: Int = 50, only: String? = nil, maximumWait: TimeInterval = 900) async throws -> [Row] {
+    // `after-probe` alone: the third run only.
+    if only == "after-probe" {
+        return rows(for: try await rotationRun(stores: stores, intercepted: false, cutoverAfterStart: nil, maximumWait: maximumWait), clean: nil)
+    }
+    let clean = try await rotationRun(stores: stores, intercepted: false, cutoverAfterStart: 60, maximumWait: maximumWait)
+    let intercepted = try await rotationRun(stores: stores, intercepted: true, cutoverAfterStart: 60, maximumWait: maximumWait)
+    let justAfterProbe = try await rotationRun(stores: stores, intercepted: false, cutoverAfterStart: nil, maximumWait: maximumWait)
+    return rows(for: clean, clean: nil) + rows(for: intercepted, clean: clean) + rows(for: justAfterProbe, clean: nil)
 }
