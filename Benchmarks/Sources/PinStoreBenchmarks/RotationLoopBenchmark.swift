@@ -498,7 +498,12 @@ private func rotationRun(stores count: Int, intercepted: Bool, cutoverAfterStart
     listWatcher.cancel()
     _ = await listWatcher.result
     _ = readLists()
-    let pins = await PublisherBenchmarkEntryPoints.publishedPins(of: publishers[1])
+    // A vantage point that adopts a list the others finished before its own plan had the new
+    // pin records it as "observed": any vantage point's "agreement" says how it was decided.
+    var sources: [String] = []
+    for publisher in publishers {
+        sources += await PublisherBenchmarkEntryPoints.publishedPins(of: publisher).filter { $0.pin == next.certificate.fingerprintBase64 }.map(\.source)
+    }
     publisherTasks.forEach { $0.cancel() }
     for task in publisherTasks { _ = await task.result }
     try await listServer.shutdown()
@@ -523,7 +528,7 @@ private func rotationRun(stores count: Int, intercepted: Bool, cutoverAfterStart
     return RotationRun(label: label, stores: count, windows: windows, refusals: refusals,
                        failures: failures, downloads: downloads, notModified: notModified, otherAnswers: other,
                        publishedAfter: state.newPinServedAt.map { $0.timeIntervalSince(cutover) },
-                       newPinSource: pins.first { $0.pin == newPin }?.source, impostorSeen: state.impostor,
+                       newPinSource: sources.contains("agreement") ? "agreement" : sources.first, impostorSeen: state.impostor,
                        cutoverAfterStart: cutover.timeIntervalSince(started), probeRequestedBefore: requestedProbeAt.map { cutover.timeIntervalSince($0) }, listVersionsServed: served.withLock { $0.versions })
 }
 
