@@ -15,6 +15,7 @@ import Glibc
 //   swift run -c release --package-path Benchmarks ct         the CT check of a new chain (2 SCTs) versus 2 bare P-256 verifies
 //   swift run -c release --package-path Benchmarks crl [SMALL LARGE]  the CRL check: decision, pooled GET (callgrind, req/s), first fetch
 //   swift run -c release --package-path Benchmarks publisher  a partner probe, a 1,000-partner list, rotation-to-publication by K, T, interval
+//   swift run -c release --package-path Benchmarks rotation-loop [STORES [after-probe]]  an unannounced rotation end to end, in real time (default intervals)
 //   swift run -c release --package-path Benchmarks memory N   (internal) peak RSS of an N-entry store
 //   sudo Benchmarks/.build/release/PinStoreBenchmarks session          URLSession/AsyncHTTPClient against nginx
 //   sudo Benchmarks/.build/release/PinStoreBenchmarks session-first N  first request of a process, N processes a phase
@@ -318,6 +319,21 @@ if arguments.count == 5, arguments[1] == "crl-profile", let requests = Int(argum
 if arguments.count == 2, arguments[1] == "publisher" {
     print("PinStore publisher benchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
     printTable(try blocking { try await publisherBenchmarkRows() + rotationLatencyRows() })
+    exit(0)
+}
+
+// Issue 44 (RotationLoopBenchmark.swift): `rotation-loop [STORES [after-probe]]` swaps a
+// partner's leaf unannounced under three vantage points and STORES stores (50 by default),
+// clean and with one vantage point intercepted a minute after a probe, then clean seconds after
+// a probe (`after-probe`: that run alone), in real time at the default intervals (2-3 minutes a run).
+if arguments.count >= 2, arguments[1] == "rotation-loop" {
+    print("PinStore rotation-loop benchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
+    do {
+        printTable(try blocking { try await rotationLoopRows(stores: arguments.count > 2 ? Int(arguments[2]) ?? 50 : 50, only: arguments.count > 3 ? arguments[3] : nil) })
+    } catch {
+        FileHandle.standardError.write(Data("rotation-loop failed: \(error)\n".utf8))
+        exit(1)
+    }
     exit(0)
 }
 

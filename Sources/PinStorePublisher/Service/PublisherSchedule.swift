@@ -59,13 +59,19 @@ package struct PublisherSchedule: Sendable, Equatable {
     /// Asks for `partners` to be probed now (a store's report, or another vantage point's
     /// proposal naming a certificate this one has not seen): each is probed at once unless it
     /// was probed within `minimumGap`, so neither reports nor proposals can make the publisher
-    /// probe a partner more often than that. Returns the partners now due; unknown ones are
-    /// ignored.
+    /// probe a partner more often than that. A partner probed within the gap is probed when the
+    /// gap ends instead: the request may be about a change made just after that probe (a
+    /// partner that swaps its leaf seconds after a probe), and the stores send their report of
+    /// it once, so dropping it would leave the swap unseen until the next `probeInterval`.
+    /// Returns the partners now due; unknown ones are ignored.
     @discardableResult
     package mutating func requestProbe(_ partners: [String], at now: Date, minimumGap: TimeInterval) -> [String] {
         var due: [String] = []
         for id in partners where nextProbe[id] != nil {
-            if let last = lastProbe[id], now.timeIntervalSince(last) < minimumGap, last <= now { continue }
+            if let last = lastProbe[id], now.timeIntervalSince(last) < minimumGap, last <= now {
+                nextProbe[id] = min(nextProbe[id] ?? now, last.addingTimeInterval(minimumGap))
+                continue
+            }
             nextProbe[id] = min(nextProbe[id] ?? now, now)
             due.append(id)
         }
