@@ -77,6 +77,21 @@ import Testing
         #expect(server.receivedBytes.withLock { $0 } == 0)
     }
 
+    /// Another https protocol class ahead of the pinned one would carry the download unpinned.
+    @Test func aSessionWhosePinnedProtocolIsNotFirstIsRefused() async throws {
+        let server = try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
+        defer { Task { await server.shutdown() } }
+        let configuration = URLSessionConfiguration.pinned(by: try Pins.good(), trustRoots: try Pins.anchors, basedOn: .ephemeral)
+        configuration.protocolClasses = [OtherHTTPSProtocol.self] + (configuration.protocolClasses ?? [])
+        let before = try Self.downloadFiles()
+        let error = await #expect(throws: URLError.self) {
+            _ = try await URLSession(configuration: configuration).pinnedDownload(from: URL(string: "https://localhost:\(server.port)/hello")!)
+        }
+        #expect(error?.code == .unsupportedURL)
+        #expect(try Self.downloadFiles() == before)
+        #expect(server.receivedBytes.withLock { $0 } == 0)
+    }
+
     @Test func theSystemsDownloadNamesThePinnedOneInItsError() async throws {
         let server = try await TestServer.tls(chain: ["pki/localhost-chain.pem"], key: "pki/localhost.key.pem")
         defer { Task { await server.shutdown() } }
@@ -86,5 +101,12 @@ import Testing
         #expect(error?.code == .unsupportedURL)
         #expect((error?.userInfo[NSLocalizedDescriptionKey] as? String)?.contains("pinnedDownload(from:)") == true, "\(String(describing: error))")
     }
+}
+/// An https protocol that is not PinStore's (a logging or stub protocol an app might add).
+private final class OtherHTTPSProtocol: URLProtocol {
+    override class func canInit(with request: URLRequest) -> Bool { request.url?.scheme == "https" }
+    override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+    override func startLoading() { client?.urlProtocol(self, didFailWithError: URLError(.cancelled)) }
+    override func stopLoading() {}
 }
 #endif

@@ -6,6 +6,7 @@ import Testing
 import PinStore
 import PinStoreSigning
 import PinStoreTesting
+import PinStoreTestSupport
 import Logging
 @testable import PinStorePublisher
 
@@ -103,6 +104,48 @@ import Logging
             await publisher.runDueWork()
             fixture.clock.advance(5)
             #expect(await publisher.receiveReport(try Self.report()) == .rateLimited(partnerID: EndToEndFixture.partnerID))
+        }
+    }
+
+    /// A clock whose sleeps are recorded and last until cancelled: what a loop sleeping until
+    /// its next work asked for, with no time passing.
+    final class SleepRecordingClock: PinStoreClock, @unchecked Sendable {
+        private let lock = NSLock()
+        private var current: Date
+        private var recorded: [Date] = []
+        init(_ start: Date) { current = start }
+        func now() -> Date { lock.withLock { current } }
+        func advance(_ seconds: TimeInterval) { lock.withLock { current += seconds } }
+        var sleeps: [Date] { lock.withLock { recorded } }
+        func sleep(until deadline: Date) async throws {
+            lock.withLock { recorded.append(deadline) }
+            try await Task.sleep(for: .seconds(HangGuard.seconds * 10))
+        }
+    }
+
+    /// A lone publisher's loop sleeps a whole `probeInterval` between rounds. A report inside
+    /// the 30 s gap after a probe defers the probe to the gap's end; the loop must wake and
+    /// sleep only until then, or the swap stays unseen until the next probe interval.
+    @Test func aReportInsideTheGapWakesALonePublishersLoopForTheProbeWhenTheGapEnds() async throws {
+        let pki = try TestPKI(hosts: [Self.host])
+        try await PublisherEndToEndTests.withServers([pki.leaf]) { servers in
+            let start = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+            let clock = SleepRecordingClock(start)
+            let fixture = try EndToEndFixture(pki: pki, ports: [servers[0].port], probeInterval: 600)
+            defer { try? FileManager.default.removeItem(at: fixture.directory) }
+            let prober = TLSPartnerProber(configuration: .hangGuarded, resolver: fixture.resolver, now: { clock.now() })
+            let publisher = try Publisher(file: try PublicationFile(contentsOf: fixture.file("publication.json")), prober: prober, clock: clock)
+            let loop = Task { try await publisher.run() }
+            defer { loop.cancel() }
+            #expect(try await pollUntil { !clock.sleeps.isEmpty })
+            #expect(clock.sleeps.first == start.addingTimeInterval(600), "\(clock.sleeps)")
+            clock.advance(10)
+            #expect(await publisher.receiveReport(try Self.report()) == .rateLimited(partnerID: EndToEndFixture.partnerID))
+            #expect(try await pollUntil { clock.sleeps.count >= 2 }, "the loop was not woken")
+            #expect(clock.sleeps.last == start.addingTimeInterval(Publisher.reportProbeGap), "\(clock.sleeps)")
+            // A second report inside the gap changes nothing, so it does not wake the loop again.
+            #expect(await publisher.receiveReport(try Self.report()) == .rateLimited(partnerID: EndToEndFixture.partnerID))
+            #expect(clock.sleeps.count == 2)
         }
     }
 

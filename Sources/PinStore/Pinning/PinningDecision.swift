@@ -34,8 +34,8 @@ public enum PinningDecision: Sendable, Hashable, CustomStringConvertible {
     /// says it in words):
     /// - a pin failure (``PinningFailure/Reason/pinMismatch``, ``PinningFailure/Reason/noPinsForHost(updateResult:)``,
     ///   ``PinningFailure/Reason/issuerPinsNeedChain``) under report-only pins
-    ///   (``PinStore/Configuration/enforcement``, ``PinPolicy/reportOnly``) or a `domainsConfig`
-    ///   exemption;
+    ///   (``PinStore/Configuration/enforcement``, ``PinPolicy/reportOnly``) (a host the signed
+    ///   list's `domainsConfig` exempts from pins is ``allow(validatedChain:)``, not this);
     /// - revocation status unknown: ``PinningFailure/Reason/crlCheckFailed(_:)`` with a CRL that
     ///   could not be had (``CRLCheckFailure/unavailable``) for a host under
     ///   ``CRLCheckMode/enforceSoftFail`` (it fails open) or ``CRLCheckMode/reportOnly``;

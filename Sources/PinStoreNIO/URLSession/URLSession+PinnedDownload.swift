@@ -19,6 +19,10 @@ extension URLSession {
     /// session (reading from the server pauses while the file write is behind). The connection
     /// is pinned exactly as for `data(from:)`, and comes from the same pool.
     ///
+    /// Nothing bounds the file's size but the server: give the configuration a
+    /// `timeoutIntervalForResource` (which the pinned transport enforces), and move or check
+    /// the file before trusting its length.
+    ///
     /// As with `download(from:)`, the file is yours: move it or delete it (it lives in the
     /// temporary directory, readable by this user only, named `pinstore-download-<UUID>.tmp`),
     /// and an HTTP error status is not an error: the file holds the error's body. When the
@@ -41,18 +45,25 @@ extension URLSession {
     /// of the same name could resolve to the system's download, which the pinned session
     /// refuses, and this one refuses an unpinned session rather than download unpinned.
     public func pinnedDownload(for request: URLRequest) async throws -> (URL, URLResponse) {
-        guard PinnedSessionRegistry.transport(of: configuration) != nil else {
+        // The pinned protocol must come first: a configuration with another https-handling
+        // protocol class ahead of it would carry the download through that one, unpinned.
+        guard let first = configuration.protocolClasses?.first, first is any PinnedProtocolClass.Type,
+              PinnedSessionRegistry.transport(of: configuration) != nil else {
             throw PinnedHTTPSTransport.urlError(
                 .unsupportedURL, request.url,
                 "pinnedDownload needs a session made with URLSessionConfiguration.pinned(by:); this one is not pinned, and a download through it would check no pin. Use download(from:) on an unpinned session.")
         }
+        try Task.checkCancellation()
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("pinstore-download-\(UUID().uuidString).tmp")
-        // Created empty, for this user only, before any byte of the body is written.
-        guard FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600]),
-              let handle = try? FileHandle(forWritingTo: file) else {
+        // Created empty with mode 0600 in one step (O_EXCL, no link followed), before any byte
+        // of the body is written: FileManager.createFile would write it with the umask's mode
+        // first and narrow it afterwards, leaving a moment where others could open it.
+        let descriptor = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
             throw PinnedHTTPSTransport.urlError(.cannotCreateFile, request.url,
-                                                "The download's temporary file \(file.path) could not be created.")
+                                                "The download's temporary file \(file.path) could not be created: \(String(cString: strerror(errno))).")
         }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         let writer = PinnedDownloadWriter(handle: handle, file: file)
         // A session of its own for the delegate that writes the file: the same pinned
         // configuration, so the same pinned transport, pool and settings. One delegate call at a
@@ -94,7 +105,10 @@ private final class PinnedDownloadWriter: NSObject, URLSessionDataDelegate, @unc
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 state.withLock { $0.continuation = continuation }
+                // Resumed only now, with the continuation in place: a cancel that came first
+                // ends the task at once and its completion finds the continuation.
                 task.resume()
+                if Task.isCancelled { task.cancel() }
             }
         } onCancel: {
             task.cancel()

@@ -64,7 +64,8 @@ extension Publisher {
             switch error {
             case .notStarted(let reason): failure = "it could not be started: \(reason)"
             case .timedOut: failure = "it did not finish within \(Int(timeout)) seconds (afterPublishTimeout) and was killed"
-            case .outputHeldOpen: failure = "what it started kept its output open past \(Int(timeout)) seconds and was killed"
+            case .outputHeldOpen: failure = "what it started kept its output open past \(Int(timeout)) seconds and was killed (a background child must not keep the command's output open)"
+            case .cancelled: failure = "the publisher is stopping; it was killed and runs again at the next start"
             }
         }
         metrics.afterPublishFailures.increment()

@@ -6,7 +6,8 @@ extension Publisher {
     package enum ReportReceipt: Sendable, Equatable {
         /// The partner it names is probed now.
         case probing(partnerID: String)
-        /// The partner was probed within ``Publisher/reportProbeGap``; nothing more happens.
+        /// The partner was probed within ``Publisher/reportProbeGap``: its probe comes when the
+        /// gap ends (the loop is woken for it), and further reports change nothing more.
         case rateLimited(partnerID: String)
         /// It names a host no partner of the publication file has; ignored.
         case unknownHost(String)

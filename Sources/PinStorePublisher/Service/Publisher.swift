@@ -146,11 +146,15 @@ public actor Publisher: Service {
         sleeper?.cancel()
     }
 
-    /// Makes `partnerIDs` due for a probe now unless probed within `minimumGap`; wakes the loop.
+    /// Makes `partnerIDs` due for a probe now, or when `minimumGap` since their last probe
+    /// ends; wakes the loop whenever that moved its next work earlier (a deferred probe too: a
+    /// lone publisher's loop otherwise sleeps on to its next `probeInterval`).
     @discardableResult
     func requestProbe(_ partnerIDs: [String], minimumGap: TimeInterval) -> [String] {
-        let due = schedule.requestProbe(partnerIDs, at: clock.now(), minimumGap: minimumGap)
-        if !due.isEmpty { wake() }
+        let now = clock.now()
+        let before = schedule.nextAction(at: now)
+        let due = schedule.requestProbe(partnerIDs, at: now, minimumGap: minimumGap)
+        if !due.isEmpty || schedule.nextAction(at: now) != before { wake() }
         return due
     }
 

@@ -67,6 +67,8 @@ package struct CommandSigner: ListSigner {
                 throw PublisherError(.signingFailed, "The signing command \(program) did not finish within \(Int(timeout)) seconds and was killed; is the HSM or KMS reachable?")
             case .outputHeldOpen:
                 throw PublisherError(.signingFailed, "The signing command \(program) ended, but what it started kept its output open past \(Int(timeout)) seconds and was killed; nothing was signed.")
+            case .cancelled:
+                throw PublisherError(.signingFailed, "The signing command \(program) was killed: the publisher is stopping; nothing was signed.")
             }
         }
         guard ended.exitStatus == 0 else {

@@ -14,6 +14,8 @@ enum CommandRunner {
         case timedOut
         /// It ended, but something it started kept its output open past the deadline (killed).
         case outputHeldOpen
+        /// The calling task was cancelled (a graceful shutdown): it and its group were killed.
+        case cancelled
     }
 
     /// How a command ended, and what it printed (each kept to the bound given).
@@ -57,16 +59,28 @@ enum CommandRunner {
         // Read on threads of their own, so a command that prints a lot never blocks on a full
         // pipe while we wait for its end.
         let output = collect(stdout, keeping: maximumOutput), errors = collect(stderr, keeping: maximumOutput)
-        guard let ended = await end.wait(until: deadline) else {
+        // A cancelled caller (the publisher stopping) does not wait out the deadline: the
+        // group is killed at once, which ends the waits below.
+        let result: Result<Outcome, Failure> = await withTaskCancellationHandler {
+            guard let ended = await end.wait(until: deadline) else {
+                end.whilePending { _ = kill(-pid, SIGKILL) }
+                _ = await end.wait(until: .now() + 10)
+                return .failure(.timedOut)
+            }
+            guard let printed = await output.wait(until: deadline), let message = await errors.wait(until: deadline) else {
+                kill(-pid, SIGKILL)
+                return .failure(.outputHeldOpen)
+            }
+            return .success(Outcome(exitStatus: ended.exitStatus, signalNumber: ended.signalNumber, output: printed, errors: message))
+        } onCancel: {
+            // Only while it has not been reaped: its pid (and group) cannot have been reused.
             end.whilePending { _ = kill(-pid, SIGKILL) }
-            _ = await end.wait(until: .now() + 10)
-            throw .timedOut
+            // It ended, but what it started still holds its output open: that process keeps the
+            // group (and so its number) in use, as the outputHeldOpen case above relies on too.
+            if output.isPending || errors.isPending { _ = kill(-pid, SIGKILL) }
         }
-        guard let printed = await output.wait(until: deadline), let message = await errors.wait(until: deadline) else {
-            kill(-pid, SIGKILL)
-            throw .outputHeldOpen
-        }
-        return Outcome(exitStatus: ended.exitStatus, signalNumber: ended.signalNumber, output: printed, errors: message)
+        if Task.isCancelled { throw .cancelled }
+        return try result.get()
     }
 
     /// Reads `descriptor` to its end on a thread of its own, keeping at most `limit` bytes, then
@@ -114,6 +128,13 @@ private final class Eventual<Value: Sendable>: @unchecked Sendable {
         waiters = [:]
         lock.unlock()
         resumed.forEach { $0.resume(returning: value) }
+    }
+
+    /// Whether the value has not arrived yet.
+    var isPending: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return value == nil
     }
 
     /// Runs `body` under the lock if the value has not arrived yet.
