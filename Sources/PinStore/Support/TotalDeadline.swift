@@ -62,7 +62,7 @@ package enum TotalDeadline {
                 race.wait(continuation)
                 let cancel = start { race.finish($0) }
                 let timer = DispatchWorkItem {
-                    if race.finish(.failure(expired())) { cancel() }
+                    race.finish(.failure(expired()), beforeResuming: cancel)
                 }
                 race.started(cancel: cancel, timer: timer)
                 timers.asyncAfter(deadline: .now() + .nanoseconds(Int(clamped(seconds) * 1_000_000_000)), execute: timer)
@@ -99,7 +99,7 @@ package enum TotalDeadline {
                     }
                 }
                 let timer = DispatchWorkItem {
-                    if race.finish(.failure(expired())) { work.cancel() }
+                    race.finish(.failure(expired()), beforeResuming: { work.cancel() })
                 }
                 race.started(cancel: { work.cancel() }, timer: timer)
                 timers.asyncAfter(deadline: .now() + .nanoseconds(Int(clamped(seconds) * 1_000_000_000)), execute: timer)
@@ -157,7 +157,7 @@ private final class Race<Outcome: Sendable>: Sendable {
         }
         if finished { timer.cancel() }
         if cancelNow {
-            if let outcome { finish(outcome) }
+            if let outcome, finish(outcome, beforeResuming: cancel) { return }
             cancel()
         }
     }
@@ -171,13 +171,15 @@ private final class Race<Outcome: Sendable>: Sendable {
             return state.cancelWork
         }
         guard let work else { return }
-        if let outcome { finish(outcome) }
+        if let outcome, finish(outcome, beforeResuming: work) { return }
         work()
     }
 
-    /// Hands `outcome` to the waiter if nothing came first; returns whether it did.
+    /// Hands `outcome` to the waiter if nothing came first; returns whether it did. When it
+    /// does, `beforeResuming` runs first (the work is cancelled before its caller goes on, so
+    /// the caller never finds it still running).
     @discardableResult
-    func finish(_ outcome: Outcome) -> Bool {
+    func finish(_ outcome: Outcome, beforeResuming: () -> Void = {}) -> Bool {
         let (continuation, timer) = state.withLock { state -> (CheckedContinuation<Outcome, Never>?, DispatchWorkItem?) in
             guard !state.finished else { return (nil, nil) }
             state.finished = true
@@ -190,6 +192,7 @@ private final class Race<Outcome: Sendable>: Sendable {
         }
         guard let continuation else { return false }
         timer?.cancel()
+        beforeResuming()
         continuation.resume(returning: outcome)
         return true
     }
